@@ -1,0 +1,100 @@
+# airlock — GNU Make build.
+#   make               optimized release build: build/release/{libairlock.a,libairlock.so,airlock}
+#   make asan          ASan+UBSan build (build/asan): library, CLI, spec-runner, unit tests
+#   make check         build release + asan and run the whole test suite (tests/run-all.sh)
+#   make clang-check   release build of everything with clang into build/clang-release,
+#                      warnings are errors (does not touch build/release)
+#   make cli-test      the CLI's shell test against build/asan/airlock
+#   make samples       rebuild samples/*.wasm from samples/*.wat (needs wat2wasm)
+#   make CC=clang      any target with clang instead of gcc
+#   make clean
+CC ?= gcc
+ifeq ($(origin CC),default)
+CC := gcc
+endif
+CLANG ?= clang
+
+VERSION  := 0.1.0
+
+CSTD     := -std=c17 -D_GNU_SOURCE
+WARN     := -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter
+INCLUDES := -Iinclude -Isrc/engine
+DEPFLAGS  = -MMD -MP
+
+RELEASE_FLAGS := -O2 -g -fPIC -DNDEBUG
+ASAN_FLAGS    := -O1 -g -fPIC -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+
+JANSSON_CFLAGS := $(shell pkg-config --cflags jansson 2>/dev/null)
+JANSSON_LIBS   := $(shell pkg-config --libs jansson 2>/dev/null || echo -ljansson)
+
+ENGINE_SRC := $(wildcard src/engine/*.c)
+CLI_SRC    := $(wildcard src/cli/*.c)
+SPEC_SRC   := $(wildcard tests/spec/*.c)
+UNIT_SRC   := $(wildcard tests/unit/*.c)
+
+# $(call objs,variant,sources)
+objs = $(patsubst %.c,build/$(1)/obj/%.o,$(2))
+
+# The compiler of each variant; clang-release always uses clang.
+VCC_release       = $(CC)
+VCC_asan          = $(CC)
+VCC_clang-release = $(CLANG)
+
+.PHONY: all release asan check clang-check cli-test samples clean
+all: release
+
+# $(call variant,name,flags): every build product of one configuration under build/<name>.
+define variant
+build/$(1)/obj/%.o: %.c
+	@mkdir -p $$(dir $$@)
+	$$(VCC_$(1)) $$(CSTD) $$(WARN) $$(INCLUDES) $$(DEPFLAGS) $(2) $$(JANSSON_CFLAGS) -c $$< -o $$@
+
+# The CLI sees only the public header: it must stay a thin caller of airlock.h.
+$(call objs,$(1),$(CLI_SRC)): INCLUDES := -Iinclude -DAIRLOCK_VERSION='"$(VERSION)"'
+
+build/$(1)/libairlock.a: $(call objs,$(1),$(ENGINE_SRC))
+	@rm -f $$@
+	ar rcs $$@ $$^
+
+build/$(1)/libairlock.so: $(call objs,$(1),$(ENGINE_SRC))
+	$$(VCC_$(1)) $(2) -shared -o $$@ $$^ -lm
+
+build/$(1)/airlock: $(call objs,$(1),$(CLI_SRC)) build/$(1)/libairlock.a
+	$$(VCC_$(1)) $(2) -o $$@ $$^ -lm
+
+build/$(1)/spec-runner: $(call objs,$(1),$(SPEC_SRC)) build/$(1)/libairlock.a
+	$$(VCC_$(1)) $(2) -o $$@ $$^ $$(JANSSON_LIBS) -lm
+
+# one cmocka binary per tests/unit/test_*.c
+build/$(1)/tests/%: build/$(1)/obj/tests/unit/%.o build/$(1)/libairlock.a
+	@mkdir -p $$(dir $$@)
+	$$(VCC_$(1)) $(2) -o $$@ $$^ -lcmocka -lm
+
+-include $$(wildcard build/$(1)/obj/src/*/*.d build/$(1)/obj/tests/*/*.d)
+endef
+
+$(eval $(call variant,release,$(RELEASE_FLAGS)))
+$(eval $(call variant,asan,$(ASAN_FLAGS)))
+$(eval $(call variant,clang-release,$(RELEASE_FLAGS)))
+
+release: build/release/libairlock.a build/release/libairlock.so build/release/airlock
+UNIT_TESTS = $(patsubst tests/unit/%.c,build/$(1)/tests/%,$(UNIT_SRC))
+asan: build/asan/libairlock.a build/asan/airlock build/asan/spec-runner $(call UNIT_TESTS,asan)
+
+check: asan release
+	tests/run-all.sh
+
+# Everything (library, CLI, spec-runner, unit tests) compiled by clang with
+# -Werror, in its own directory so it never clobbers the gcc builds.
+clang-check: build/clang-release/libairlock.a build/clang-release/libairlock.so \
+             build/clang-release/airlock build/clang-release/spec-runner \
+             $(call UNIT_TESTS,clang-release)
+
+cli-test: build/asan/airlock
+	AIRLOCK=build/asan/airlock tests/cli/test-cli.sh
+
+samples:
+	for w in samples/*.wat; do wat2wasm --debug-names "$$w" -o "$${w%.wat}.wasm" || exit 1; done
+
+clean:
+	rm -rf build

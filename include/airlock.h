@@ -1,0 +1,225 @@
+/*
+ * airlock.h — the embedding API of airlock.
+ *
+ * This header is the whole public surface: the CLI, the daemon and the test
+ * runners use nothing else. It exposes a WebAssembly 2.0 engine:
+ *
+ *   bytes --al_module_new--> module --al_instantiate(imports)--> instance
+ *   instance --al_instance_export--> extern --al_call--> results | trap
+ *
+ * Ownership: every runtime object (functions, tables, memories, globals,
+ * instances) belongs to an al_store and lives until al_store_free(). Modules
+ * and import sets are owned by the caller and freed with their own _free.
+ * Errors are values (al_error), never printed from inside the library.
+ */
+#ifndef AIRLOCK_H
+#define AIRLOCK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- values ------------------------------------------------------------ */
+
+typedef enum al_valtype {
+    AL_I32 = 0x7F,
+    AL_I64 = 0x7E,
+    AL_F32 = 0x7D,
+    AL_F64 = 0x7C,
+    AL_FUNCREF = 0x70,
+    AL_EXTERNREF = 0x6F,
+} al_valtype;
+
+typedef struct al_func al_func;
+
+/* Floats are carried as raw IEEE-754 bits so NaN payloads survive intact. */
+typedef struct al_value {
+    al_valtype type;
+    union {
+        int32_t i32;
+        int64_t i64;
+        uint32_t f32_bits;
+        uint64_t f64_bits;
+        al_func *funcref;   /* NULL is ref.null func */
+        uintptr_t externref; /* 0 is ref.null extern; hosts use non-zero tokens */
+    } of;
+} al_value;
+
+al_value al_i32(int32_t v);
+al_value al_i64(int64_t v);
+al_value al_f32(float v);
+al_value al_f64(double v);
+float al_value_f32(al_value v);
+double al_value_f64(al_value v);
+
+/* ---- errors and traps --------------------------------------------------- */
+
+typedef enum al_error_kind {
+    AL_OK = 0,
+    AL_ERR_MALFORMED,     /* bytes are not a well-formed binary module */
+    AL_ERR_INVALID,       /* well-formed but fails validation */
+    AL_ERR_LINK,          /* imports missing or of the wrong type */
+    AL_ERR_TRAP,          /* a trap at run time (or during instantiation) */
+    AL_ERR_LIMIT,         /* an embedder limit refused the request */
+    AL_ERR_ARGUMENT,      /* the embedder passed bad arguments */
+    AL_ERR_NOMEM,         /* the host ran out of memory */
+} al_error_kind;
+
+typedef enum al_trap_kind {
+    AL_TRAP_NONE = 0,
+    AL_TRAP_UNREACHABLE,
+    AL_TRAP_INT_DIV_ZERO,
+    AL_TRAP_INT_OVERFLOW,
+    AL_TRAP_INVALID_CONVERSION,
+    AL_TRAP_MEMORY_OOB,
+    AL_TRAP_TABLE_OOB,
+    AL_TRAP_INDIRECT_TYPE_MISMATCH,
+    AL_TRAP_UNINITIALIZED_ELEMENT,
+    AL_TRAP_NULL_REFERENCE,
+    AL_TRAP_STACK_EXHAUSTED,
+    AL_TRAP_INTERRUPTED,
+    AL_TRAP_FUEL_EXHAUSTED,
+    AL_TRAP_HOST,          /* a host function reported failure */
+    AL_TRAP_UNDEFINED_ELEMENT, /* call_indirect index past the table's end */
+} al_trap_kind;
+
+/* Spec wording of a trap kind, e.g. "integer divide by zero". */
+const char *al_trap_message(al_trap_kind kind);
+
+typedef struct al_error {
+    al_error_kind kind;
+    al_trap_kind trap;        /* when kind == AL_ERR_TRAP */
+    uint32_t func_index;      /* trap location: function index in its module */
+    uint32_t code_offset;     /* trap location: byte offset in the module */
+    char func_name[64];       /* from the name section, or "" */
+    char message[256];        /* human-readable, includes section/offset for decode errors */
+} al_error;
+
+/* ---- types --------------------------------------------------------------- */
+
+/* A function signature; types are al_valtype values stored as bytes. */
+typedef struct al_functype {
+    uint32_t nparams, nresults;
+    const uint8_t *params;
+    const uint8_t *results;
+} al_functype;
+
+/* ---- store, modules ------------------------------------------------------ */
+
+typedef struct al_store al_store;
+typedef struct al_module al_module;
+typedef struct al_instance al_instance;
+typedef struct al_table al_table;
+typedef struct al_memory al_memory;
+typedef struct al_global al_global;
+typedef struct al_imports al_imports;
+
+typedef struct al_limits {
+    uint32_t max_call_depth;     /* guest frames; exceeding it traps "call stack exhausted" */
+    uint32_t max_value_stack;    /* 64-bit slots shared by all frames */
+    uint64_t max_memory_bytes;   /* per linear memory */
+    uint32_t max_table_elements; /* per table */
+} al_limits;
+
+/* Defaults: 10000 frames, 1M slots, 4 GiB memory, 10M table elements. */
+al_limits al_limits_default(void);
+
+al_store *al_store_new(const al_limits *limits /* NULL: defaults */);
+void al_store_free(al_store *store);
+
+/* Raise from any thread: running guest code traps AL_TRAP_INTERRUPTED at the
+ * next loop header or call. Cleared by al_store_clear_interrupt. */
+void al_store_interrupt(al_store *store);
+void al_store_clear_interrupt(al_store *store);
+
+/* Decode and validate; the buffer is copied, so the caller may free it. */
+al_module *al_module_new(const uint8_t *bytes, size_t len, al_error *err);
+void al_module_free(al_module *module);
+
+typedef enum al_extern_kind {
+    AL_EXTERN_FUNC = 0,
+    AL_EXTERN_TABLE = 1,
+    AL_EXTERN_MEMORY = 2,
+    AL_EXTERN_GLOBAL = 3,
+} al_extern_kind;
+
+typedef struct al_extern {
+    al_extern_kind kind;
+    union {
+        al_func *func;
+        al_table *table;
+        al_memory *memory;
+        al_global *global;
+    } of;
+} al_extern;
+
+/* Module introspection: imports and exports by position. */
+uint32_t al_module_import_count(const al_module *module);
+bool al_module_import(const al_module *module, uint32_t i, const char **module_name,
+                      const char **name, al_extern_kind *kind);
+uint32_t al_module_export_count(const al_module *module);
+bool al_module_export(const al_module *module, uint32_t i, const char **name,
+                      al_extern_kind *kind);
+
+/* ---- host objects -------------------------------------------------------- */
+
+typedef struct al_caller al_caller;
+
+/* A host function: read args, write results, return AL_TRAP_NONE or a trap. */
+typedef al_trap_kind (*al_host_fn)(void *env, al_caller *caller, const al_value *args,
+                                   al_value *results);
+
+/* The signature is copied. */
+al_func *al_func_new_host(al_store *store, const al_functype *type, al_host_fn fn,
+                          void *env);
+/* The memory exported as "memory" by the calling instance, or NULL. */
+al_memory *al_caller_memory(al_caller *caller);
+
+al_table *al_table_new(al_store *store, al_valtype elem, uint32_t min, uint32_t max,
+                       bool has_max, al_error *err);
+al_memory *al_memory_new(al_store *store, uint32_t min_pages, uint32_t max_pages,
+                         bool has_max, al_error *err);
+al_global *al_global_new(al_store *store, al_value value, bool is_mutable, al_error *err);
+
+uint8_t *al_memory_data(al_memory *memory);
+uint64_t al_memory_size(const al_memory *memory); /* bytes */
+al_value al_global_get(const al_global *global);
+uint32_t al_table_size(const al_table *table);
+
+/* ---- imports and instances ----------------------------------------------- */
+
+al_imports *al_imports_new(void);
+void al_imports_free(al_imports *imports);
+/* Define (module, name) -> extern. A later definition replaces an earlier one. */
+bool al_imports_define(al_imports *imports, const char *module, const char *name,
+                       al_extern ext);
+/* Define every export of an instance under a module name (the spec's "register"). */
+bool al_imports_define_instance(al_imports *imports, const char *module,
+                                al_instance *instance);
+
+/* Link, initialise segments, run start. On failure nothing is registered; a
+ * trap in start or a segment may leave writes in imported memories/tables, as
+ * the spec requires. */
+al_instance *al_instantiate(al_store *store, const al_module *module,
+                            const al_imports *imports, al_error *err);
+
+bool al_instance_export(const al_instance *instance, const char *name, al_extern *out);
+/* Same, for names that may hold NUL bytes (wasm names are any UTF-8). */
+bool al_instance_export_n(const al_instance *instance, const char *name, size_t len,
+                          al_extern *out);
+
+/* Signature of a function (imported, defined or host). */
+const al_functype *al_func_type(const al_func *func);
+
+/* Call with typed args; results must have room for type->nresults values. */
+bool al_call(al_store *store, al_func *func, const al_value *args, uint32_t nargs,
+             al_value *results, uint32_t nresults, al_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

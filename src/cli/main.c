@@ -1,0 +1,56 @@
+/*
+ * main.c — the `airlock` command: subcommand dispatch, --help and version.
+ *
+ * Each subcommand lives in its own file and receives argv starting at its own
+ * name. Nothing here touches the engine; see cli.h for the exit codes.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const char usage_text[] =
+    "usage: airlock <command> [options]\n"
+    "\n"
+    "Run untrusted WebAssembly with zero trust by default.\n"
+    "\n"
+    "commands:\n"
+    "  run MODULE.wasm [--invoke NAME [ARGS...]]\n"
+    "                     instantiate MODULE with no imports and call the\n"
+    "                     export NAME (default: _start) with ARGS, printing\n"
+    "                     each result on its own line\n"
+    "  validate MODULE.wasm\n"
+    "                     decode and validate MODULE; print \"ok\" or the error\n"
+    "  version            print the version\n"
+    "  help               print this help\n"
+    "\n"
+    "Run `airlock <command> --help` for a command's details.\n"
+    "exit status: 0 ok, 1 module error or trap, 2 usage error\n";
+
+static void print_version(void) {
+    printf("airlock %s (WebAssembly 2.0 engine)\n", AIRLOCK_VERSION);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        fputs(usage_text, stderr);
+        return CLI_USAGE;
+    }
+    const char *cmd = argv[1];
+    if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
+        fputs(usage_text, stdout);
+        return CLI_OK;
+    }
+    if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
+        print_version();
+        return CLI_OK;
+    }
+    if (!strcmp(cmd, "run"))
+        return cli_run(argc - 1, argv + 1);
+    if (!strcmp(cmd, "validate"))
+        return cli_validate(argc - 1, argv + 1);
+
+    fprintf(stderr, "airlock: unknown command '%s'\n\n", cmd);
+    fputs(usage_text, stderr);
+    return CLI_USAGE;
+}
