@@ -90,6 +90,15 @@ typedef enum al_trap_kind {
 /* Spec wording of a trap kind, e.g. "integer divide by zero". */
 const char *al_trap_message(al_trap_kind kind);
 
+/* One guest frame of a trap backtrace. */
+typedef struct al_frame_info {
+    uint32_t func_index;      /* in its module's function index space */
+    uint32_t code_offset;     /* byte offset of the instruction in the module */
+    char func_name[48];       /* from the name section, or "" */
+} al_frame_info;
+
+#define AL_BACKTRACE_MAX 16
+
 typedef struct al_error {
     al_error_kind kind;
     al_trap_kind trap;        /* when kind == AL_ERR_TRAP */
@@ -97,6 +106,11 @@ typedef struct al_error {
     uint32_t code_offset;     /* trap location: byte offset in the module */
     char func_name[64];       /* from the name section, or "" */
     char message[256];        /* human-readable, includes section/offset for decode errors */
+    /* Guest frames at the trap, innermost first (backtrace[0] is the trap
+     * location); at most AL_BACKTRACE_MAX, then backtrace_truncated is set. */
+    uint32_t backtrace_len;
+    bool backtrace_truncated;
+    al_frame_info backtrace[AL_BACKTRACE_MAX];
 } al_error;
 
 /* ---- types --------------------------------------------------------------- */

@@ -98,6 +98,35 @@ const char *cli_error_kind_name(al_error_kind kind) {
     return "error";
 }
 
+#ifdef AL_BACKTRACE_MAX
+/* The callers of the trapping function, innermost first, one line each.
+ * backtrace[0] is the trap location already printed. Runs of the same frame
+ * (deep recursion) are collapsed into one line with a repeat count. */
+static void print_backtrace(const al_error *err) {
+    uint32_t n = err->backtrace_len < AL_BACKTRACE_MAX ? err->backtrace_len : AL_BACKTRACE_MAX;
+    for (uint32_t i = 1; i < n;) {
+        const al_frame_info *f = &err->backtrace[i];
+        uint32_t same = 1;
+        while (i + same < n && err->backtrace[i + same].func_index == f->func_index &&
+               err->backtrace[i + same].code_offset == f->code_offset)
+            same++;
+        int namelen = (int)strnlen(f->func_name, sizeof f->func_name);
+        fprintf(stderr, "    called from function %" PRIu32, f->func_index);
+        if (namelen > 0)
+            fprintf(stderr, " (%.*s)", namelen, f->func_name);
+        fprintf(stderr, " at offset 0x%" PRIx32, f->code_offset);
+        if (same > 1)
+            fprintf(stderr, " (%" PRIu32 " times)", same);
+        fputc('\n', stderr);
+        i += same;
+    }
+    if (err->backtrace_truncated)
+        fputs("    ... (more frames)\n", stderr);
+}
+#else
+static void print_backtrace(const al_error *err) { (void)err; }
+#endif
+
 void cli_print_error(const char *path, const al_error *err) {
     if (err->kind == AL_ERR_TRAP) {
         const char *what = al_trap_message(err->trap);
@@ -113,6 +142,7 @@ void cli_print_error(const char *path, const al_error *err) {
         if (namelen > 0)
             fprintf(stderr, " (%.*s)", namelen, err->func_name);
         fprintf(stderr, " at offset 0x%" PRIx32 "\n", err->code_offset);
+        print_backtrace(err);
         return;
     }
     int msglen = (int)strnlen(err->message, sizeof err->message);

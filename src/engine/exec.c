@@ -35,7 +35,12 @@ struct exec_stack {
     slot_t *top; /* first free slot for a (re-)entry from the host */
     frame_rec *frames;
     uint32_t nframes, max_frames;
+    uint32_t entries; /* nested exec_invoke calls (host -> guest re-entry) */
 };
+
+/* Each re-entry (guest -> host -> al_call -> guest) costs host C stack, so its
+ * nesting is bounded well below what an 8 MiB thread stack can hold. */
+#define MAX_REENTRY 200
 
 void exec_stack_free(struct exec_stack *st) {
     if (!st) return;
@@ -110,18 +115,40 @@ static uint32_t wasm_offset_of(const struct compiled_func *fn, const cell *ip) {
     return fn->npcmap ? fn->pcmap[lo].offset : 0;
 }
 
-static void set_trap(al_error *err, al_trap_kind kind, const al_instance *inst,
-                     const struct compiled_func *fn, const cell *ip) {
+static void describe_frame(al_frame_info *out, const al_instance *inst,
+                           const struct compiled_func *fn, const cell *ip) {
+    out->func_index = fn->func_index;
+    out->code_offset = wasm_offset_of(fn, ip);
+    const al_module *m = inst->module;
+    const char *name = m->func_names ? m->func_names[fn->func_index] : NULL;
+    snprintf(out->func_name, sizeof out->func_name, "%s", name ? name : "");
+}
+
+/* Fill err for a trap at (inst, fn, ip), with the guest frames of this
+ * invocation as a backtrace (the name section provides the names). */
+static void set_trap(al_error *err, al_trap_kind kind, const struct exec_stack *st,
+                     const al_instance *inst, const struct compiled_func *fn, const cell *ip) {
     if (kind != AL_TRAP_HOST || err->kind != AL_ERR_TRAP) {
         wasm_error_set(err, AL_ERR_TRAP, "%s", al_trap_message(kind));
         err->trap = kind;
     }
     if (!fn) return;
-    err->func_index = fn->func_index;
-    err->code_offset = wasm_offset_of(fn, ip);
-    const al_module *m = inst->module;
-    const char *name = m->func_names ? m->func_names[fn->func_index] : NULL;
-    if (name) snprintf(err->func_name, sizeof err->func_name, "%s", name);
+    al_frame_info top;
+    describe_frame(&top, inst, fn, ip);
+    err->func_index = top.func_index;
+    err->code_offset = top.code_offset;
+    snprintf(err->func_name, sizeof err->func_name, "%s", top.func_name);
+    err->backtrace[0] = top;
+    err->backtrace_len = 1;
+    /* frames[i] records the caller of frame i+1: its function and return point. */
+    for (uint32_t i = st->nframes; i-- > 0 && st->frames[i].ret_ip;) {
+        const frame_rec *fr = &st->frames[i];
+        if (err->backtrace_len == AL_BACKTRACE_MAX) {
+            err->backtrace_truncated = true;
+            break;
+        }
+        describe_frame(&err->backtrace[err->backtrace_len++], fr->inst, fr->fn, fr->ret_ip - 1);
+    }
 }
 
 /* ---- segments ------------------------------------------------------------------ */
@@ -435,7 +462,7 @@ op_MEMORY_FILL: {
     BINK(I64_ADD_K, num_i64_add)
 
 trapped:
-    set_trap(err, trap, inst, fn, ip);
+    set_trap(err, trap, st, inst, fn, ip);
     return false;
 }
 
@@ -446,6 +473,8 @@ const void *const *exec_handler_table(void) {
 }
 
 bool exec_invoke(al_store *store, al_func *func, slot_t *slots, al_error *err) {
+    al_error scratch;
+    if (!err) err = &scratch;
     if (func->is_host) return call_host(store, func, slots, NULL, err);
     struct exec_stack *st = stack_for(store);
     if (!st) {
@@ -460,8 +489,15 @@ bool exec_invoke(al_store *store, al_func *func, slot_t *slots, al_error *err) {
         err->trap = AL_TRAP_STACK_EXHAUSTED;
         return false;
     }
+    if (st->entries >= MAX_REENTRY) {
+        wasm_error_set(err, AL_ERR_TRAP, "%s", al_trap_message(AL_TRAP_STACK_EXHAUSTED));
+        err->trap = AL_TRAP_STACK_EXHAUSTED;
+        return false;
+    }
     memcpy(base, slots, (size_t)np * sizeof(slot_t));
+    st->entries++;
     bool ok = interp(store, st, func, base, err, NULL);
+    st->entries--;
     st->nframes = entry_frames;
     st->top = base;
     if (ok) memcpy(slots, base, (size_t)nr * sizeof(slot_t));

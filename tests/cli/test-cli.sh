@@ -9,7 +9,7 @@
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-cd "$ROOT"
+cd "$ROOT" || exit 2
 AIRLOCK=${AIRLOCK:-build/asan/airlock}
 BUILD_DIR=${BUILD_DIR:-build/cli-fixtures}
 FIXTURES=tests/cli/fixtures
@@ -47,6 +47,9 @@ for wat in "$FIXTURES"/*.wat; do
         fail "compile fixture $base" "$(cat "$ERR")"
     fi
 done
+# The same trapping module without a name section: traps then name no function.
+wat2wasm "$FIXTURES/traps.wat" -o "$BUILD_DIR/traps-nonames.wasm" 2>"$ERR" ||
+    fail "compile fixture traps-nonames" "$(cat "$ERR")"
 V=$BUILD_DIR/values.wasm
 T=$BUILD_DIR/traps.wasm
 
@@ -93,6 +96,8 @@ expect "unknown command" 2 "" "unknown command" -- "$A" frobnicate
 expect "run --help" 0 "*" "" -- "$A" run --help
 expect "run without module" 2 "" "usage" -- "$A" run
 expect "run unknown option" 2 "" "unknown option '--frob'" -- "$A" run --frob "$SAMPLE"
+expect "--invoke without a name" 2 "" "--invoke needs a function name" -- "$A" run "$SAMPLE" --invoke
+expect "--invoke twice" 2 "" "--invoke given twice" -- "$A" run "$SAMPLE" --invoke fib 1 --invoke fib
 
 # ---- the sample ------------------------------------------------------------
 expect "fib 20" 0 "6765" "" -- "$A" run "$SAMPLE" --invoke fib 20
@@ -189,6 +194,14 @@ expect "memory out of bounds" 1 "" "^airlock: trap: out of bounds memory access 
     -- "$A" run "$T" --invoke oob
 expect "unbounded recursion" 1 "" "^airlock: trap: call stack exhausted in function [0-9]+ \(deep\)" \
     -- "$A" run "$T" --invoke deep 0
+expect "backtrace names the callers" 1 "" "^    called from function [0-9]+ \(middle\) at offset 0x[0-9a-f]+$" \
+    -- "$A" run "$T" --invoke nested 0
+expect "backtrace reaches the entry function" 1 "" "^    called from function [0-9]+ \(nested\) at offset 0x" \
+    -- "$A" run "$T" --invoke nested 0
+expect "backtrace collapses recursion" 1 "" "called from function [0-9]+ \(deep\) at offset 0x[0-9a-f]+ \([0-9]+ times\)" \
+    -- "$A" run "$T" --invoke deep 0
+expect "trap without a name section" 1 "" "^airlock: trap: integer divide by zero in function 0 at offset 0x[0-9a-f]+$" \
+    -- "$A" run "$BUILD_DIR/traps-nonames.wasm" --invoke div 1 0
 expect "trap in start function" 1 "" "^airlock: trap: unreachable" -- "$A" run "$BUILD_DIR/start-trap.wasm" --invoke f
 
 # ---- bad modules and files ---------------------------------------------------------

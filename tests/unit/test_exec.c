@@ -1,0 +1,279 @@
+/*
+ * test_exec.c — the interpreter through the embedding API: host functions,
+ * re-entry, traps as values with backtraces, bounded call depth, the
+ * cross-thread interrupt flag, multi-value, memory limits.
+ * The module is fixtures/exec.wat (bytes in fixtures/exec_wasm.h).
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "airlock.h"
+#include "fixtures/exec_wasm.h"
+
+typedef struct fixture {
+    al_store *store;
+    al_module *module;
+    al_imports *imports;
+    al_instance *instance;
+    int reentries;
+} fixture;
+
+static al_trap_kind host_add(void *env, al_caller *caller, const al_value *args, al_value *results) {
+    results[0] = al_i32(args[0].of.i32 + args[1].of.i32);
+    return AL_TRAP_NONE;
+}
+
+static al_trap_kind host_fail(void *env, al_caller *caller, const al_value *args, al_value *results) {
+    return AL_TRAP_HOST;
+}
+
+/* Calls back into the guest's "double" export: re-entry from a host function. */
+static al_trap_kind host_reenter(void *env, al_caller *caller, const al_value *args,
+                                 al_value *results) {
+    fixture *fx = env;
+    al_extern ext;
+    if (!al_instance_export(fx->instance, "double", &ext)) return AL_TRAP_HOST;
+    al_error err;
+    al_value res;
+    if (!al_call(fx->store, ext.of.func, args, 1, &res, 1, &err)) return AL_TRAP_HOST;
+    fx->reentries++;
+    results[0] = res;
+    return AL_TRAP_NONE;
+}
+
+static void define_host(fixture *fx, const char *name, al_host_fn fn, const uint8_t *params,
+                        uint32_t np, const uint8_t *results, uint32_t nr) {
+    al_functype type = {np, nr, params, results};
+    al_func *f = al_func_new_host(fx->store, &type, fn, fx);
+    assert_non_null(f);
+    assert_true(al_imports_define(fx->imports, "env", name, (al_extern){.kind = AL_EXTERN_FUNC, .of.func = f}));
+}
+
+static int setup_with(void **state, const al_limits *limits) {
+    fixture *fx = calloc(1, sizeof *fx);
+    al_error err;
+    fx->store = al_store_new(limits);
+    fx->module = al_module_new(exec_wasm, sizeof exec_wasm, &err);
+    assert_non_null(fx->module);
+    fx->imports = al_imports_new();
+    static const uint8_t i32x2[] = {AL_I32, AL_I32}, i32[] = {AL_I32};
+    define_host(fx, "add", host_add, i32x2, 2, i32, 1);
+    define_host(fx, "fail", host_fail, NULL, 0, NULL, 0);
+    define_host(fx, "reenter", host_reenter, i32, 1, i32, 1);
+    fx->instance = al_instantiate(fx->store, fx->module, fx->imports, &err);
+    assert_non_null(fx->instance);
+    *state = fx;
+    return 0;
+}
+
+static int setup(void **state) { return setup_with(state, NULL); }
+
+static int setup_small(void **state) {
+    al_limits limits = al_limits_default();
+    limits.max_call_depth = 100;
+    limits.max_memory_bytes = 65536; /* one page: memory.grow must fail */
+    return setup_with(state, &limits);
+}
+
+static int teardown(void **state) {
+    fixture *fx = *state;
+    al_imports_free(fx->imports);
+    al_store_free(fx->store);
+    al_module_free(fx->module);
+    free(fx);
+    return 0;
+}
+
+static al_func *export_func(fixture *fx, const char *name) {
+    al_extern ext;
+    assert_true(al_instance_export(fx->instance, name, &ext));
+    assert_int_equal(ext.kind, AL_EXTERN_FUNC);
+    return ext.of.func;
+}
+
+static bool call1(fixture *fx, const char *name, al_value arg, al_value *res, al_error *err) {
+    return al_call(fx->store, export_func(fx, name), &arg, 1, res, 1, err);
+}
+
+static void test_host_function_called(void **state) {
+    fixture *fx = *state;
+    al_value args[2] = {al_i32(3), al_i32(4)}, res;
+    al_error err;
+    assert_true(al_call(fx->store, export_func(fx, "use_add"), args, 2, &res, 1, &err));
+    assert_int_equal(res.of.i32, 70);
+}
+
+static void test_host_trap_propagates(void **state) {
+    fixture *fx = *state;
+    al_error err;
+    assert_false(al_call(fx->store, export_func(fx, "use_fail"), NULL, 0, NULL, 0, &err));
+    assert_int_equal(err.kind, AL_ERR_TRAP);
+    assert_int_equal(err.trap, AL_TRAP_HOST);
+}
+
+static void test_reentry(void **state) {
+    fixture *fx = *state;
+    al_value res;
+    al_error err;
+    assert_true(call1(fx, "use_reenter", al_i32(21), &res, &err));
+    assert_int_equal(res.of.i32, 43);
+    assert_int_equal(fx->reentries, 1);
+}
+
+static void test_recursion_exhausts_stack_as_trap(void **state) {
+    fixture *fx = *state;
+    al_value res;
+    al_error err;
+    assert_false(call1(fx, "recurse", al_i32(0), &res, &err));
+    assert_int_equal(err.kind, AL_ERR_TRAP);
+    assert_int_equal(err.trap, AL_TRAP_STACK_EXHAUSTED);
+    assert_string_equal(al_trap_message(err.trap), "call stack exhausted");
+    assert_true(err.backtrace_truncated);
+    /* The store stays usable after the trap unwound every frame. */
+    assert_true(call1(fx, "depth", al_i32(50), &res, &err));
+    assert_int_equal(res.of.i32, 50);
+}
+
+static void test_deep_legal_recursion(void **state) {
+    fixture *fx = *state;
+    al_value res;
+    al_error err;
+    assert_true(call1(fx, "depth", al_i32(9000), &res, &err));
+    assert_int_equal(res.of.i32, 9000);
+}
+
+static void test_call_depth_limit(void **state) {
+    fixture *fx = *state; /* max_call_depth = 100 */
+    al_value res;
+    al_error err;
+    assert_true(call1(fx, "depth", al_i32(90), &res, &err));
+    assert_false(call1(fx, "depth", al_i32(200), &res, &err));
+    assert_int_equal(err.trap, AL_TRAP_STACK_EXHAUSTED);
+}
+
+static void test_memory_limit(void **state) {
+    fixture *fx = *state; /* max_memory_bytes = one page */
+    al_value res;
+    al_error err;
+    assert_true(call1(fx, "grow", al_i32(1), &res, &err));
+    assert_int_equal(res.of.i32, -1);
+    assert_true(call1(fx, "grow", al_i32(0), &res, &err));
+    assert_int_equal(res.of.i32, 1);
+}
+
+static void test_memory_bounds(void **state) {
+    fixture *fx = *state;
+    al_value res;
+    al_error err;
+    assert_true(call1(fx, "load", al_i32(65528), &res, &err));
+    assert_false(call1(fx, "load", al_i32(65529), &res, &err));
+    assert_int_equal(err.trap, AL_TRAP_MEMORY_OOB);
+    assert_false(call1(fx, "load", al_i32(-1), &res, &err)); /* 0xffffffff + 4 must not wrap */
+    assert_int_equal(err.trap, AL_TRAP_MEMORY_OOB);
+    assert_true(call1(fx, "grow", al_i32(1), &res, &err));
+    assert_true(call1(fx, "load", al_i32(65529), &res, &err));
+}
+
+static void test_backtrace_uses_names(void **state) {
+    fixture *fx = *state;
+    al_error err;
+    assert_false(al_call(fx->store, export_func(fx, "outer"), NULL, 0, NULL, 0, &err));
+    assert_int_equal(err.trap, AL_TRAP_UNREACHABLE);
+    assert_string_equal(err.func_name, "inner");
+    assert_int_equal(err.backtrace_len, 2);
+    assert_string_equal(err.backtrace[0].func_name, "inner");
+    assert_string_equal(err.backtrace[1].func_name, "outer");
+    assert_true(err.backtrace[0].code_offset > 0);
+    assert_true(err.backtrace[1].code_offset > err.backtrace[0].code_offset);
+}
+
+static void test_div_traps(void **state) {
+    fixture *fx = *state;
+    al_value args[2] = {al_i32(INT32_MIN), al_i32(-1)}, res;
+    al_error err;
+    assert_false(al_call(fx->store, export_func(fx, "div"), args, 2, &res, 1, &err));
+    assert_int_equal(err.trap, AL_TRAP_INT_OVERFLOW);
+    args[1] = al_i32(0);
+    assert_false(al_call(fx->store, export_func(fx, "div"), args, 2, &res, 1, &err));
+    assert_int_equal(err.trap, AL_TRAP_INT_DIV_ZERO);
+    assert_string_equal(err.func_name, "");
+}
+
+static void test_multi_value(void **state) {
+    fixture *fx = *state;
+    al_value args[2] = {al_i32(1), al_i32(2)}, res[5];
+    al_error err;
+    assert_true(al_call(fx->store, export_func(fx, "swap"), args, 2, res, 2, &err));
+    assert_int_equal(res[0].of.i32, 2);
+    assert_int_equal(res[1].of.i32, 1);
+    assert_true(al_call(fx->store, export_func(fx, "many"), NULL, 0, res, 5, &err));
+    for (int i = 0; i < 5; i++) assert_int_equal(res[i].of.i32, i + 1);
+}
+
+static void test_loop_with_locals(void **state) {
+    fixture *fx = *state;
+    al_value res;
+    al_error err;
+    assert_true(call1(fx, "fac", al_i64(20), &res, &err));
+    assert_int_equal(res.of.i64, 2432902008176640000LL);
+}
+
+static void test_bad_call_arguments(void **state) {
+    fixture *fx = *state;
+    al_value res;
+    al_error err;
+    assert_false(call1(fx, "double", al_i64(1), &res, &err)); /* wrong type */
+    assert_int_equal(err.kind, AL_ERR_ARGUMENT);
+    assert_false(al_call(fx->store, export_func(fx, "double"), NULL, 0, &res, 1, &err));
+    assert_int_equal(err.kind, AL_ERR_ARGUMENT);
+}
+
+static void *raise_interrupt(void *store) {
+    struct timespec ts = {0, 50 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+    al_store_interrupt(store);
+    return NULL;
+}
+
+static void test_interrupt_from_another_thread(void **state) {
+    fixture *fx = *state;
+    pthread_t t;
+    al_error err;
+    assert_int_equal(pthread_create(&t, NULL, raise_interrupt, fx->store), 0);
+    assert_false(al_call(fx->store, export_func(fx, "spin"), NULL, 0, NULL, 0, &err));
+    pthread_join(t, NULL);
+    assert_int_equal(err.kind, AL_ERR_TRAP);
+    assert_int_equal(err.trap, AL_TRAP_INTERRUPTED);
+    al_store_clear_interrupt(fx->store);
+    al_value res;
+    assert_true(call1(fx, "double", al_i32(4), &res, &err));
+    assert_int_equal(res.of.i32, 8);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_host_function_called, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_host_trap_propagates, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_reentry, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_recursion_exhausts_stack_as_trap, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_deep_legal_recursion, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_call_depth_limit, setup_small, teardown),
+        cmocka_unit_test_setup_teardown(test_memory_limit, setup_small, teardown),
+        cmocka_unit_test_setup_teardown(test_memory_bounds, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_backtrace_uses_names, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_div_traps, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_multi_value, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_loop_with_locals, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bad_call_arguments, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_interrupt_from_another_thread, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
