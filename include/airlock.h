@@ -107,7 +107,9 @@ typedef struct al_error {
     char func_name[64];       /* from the name section, or "" */
     char message[256];        /* human-readable, includes section/offset for decode errors */
     /* Guest frames at the trap, innermost first (backtrace[0] is the trap
-     * location); at most AL_BACKTRACE_MAX, then backtrace_truncated is set. */
+     * location); at most AL_BACKTRACE_MAX, then backtrace_truncated is set.
+     * backtrace_len == 0: the trap has no guest location (a segment during
+     * instantiation, or a host function called directly); message says more. */
     uint32_t backtrace_len;
     bool backtrace_truncated;
     al_frame_info backtrace[AL_BACKTRACE_MAX];
@@ -150,7 +152,9 @@ void al_store_free(al_store *store);
 void al_store_interrupt(al_store *store);
 void al_store_clear_interrupt(al_store *store);
 
-/* Decode and validate; the buffer is copied, so the caller may free it. */
+/* Decode and validate; the buffer is copied, so the caller may free it.
+ * al_module_free may be called while instances of the module are alive: they
+ * keep the module's code until their store is freed. */
 al_module *al_module_new(const uint8_t *bytes, size_t len, al_error *err);
 void al_module_free(al_module *module);
 

@@ -98,7 +98,6 @@ const char *cli_error_kind_name(al_error_kind kind) {
     return "error";
 }
 
-#ifdef AL_BACKTRACE_MAX
 /* The callers of the trapping function, innermost first, one line each.
  * backtrace[0] is the trap location already printed. Runs of the same frame
  * (deep recursion) are collapsed into one line with a repeat count. */
@@ -123,18 +122,16 @@ static void print_backtrace(const al_error *err) {
     if (err->backtrace_truncated)
         fputs("    ... (more frames)\n", stderr);
 }
-#else
-static void print_backtrace(const al_error *err) { (void)err; }
-#endif
 
 void cli_print_error(const char *path, const al_error *err) {
     if (err->kind == AL_ERR_TRAP) {
-        const char *what = al_trap_message(err->trap);
-        fprintf(stderr, "airlock: trap: %s", what ? what : "unknown trap");
-        if (err->func_index == UINT32_MAX) { /* the engine's mark for a host function */
-            fputs(" in a host function\n", stderr);
+        if (err->backtrace_len == 0) { /* no guest frame: a segment or a host function */
+            int msglen = (int)strnlen(err->message, sizeof err->message);
+            fprintf(stderr, "airlock: trap: %.*s\n", msglen, err->message);
             return;
         }
+        const char *what = al_trap_message(err->trap);
+        fprintf(stderr, "airlock: trap: %s", what ? what : "unknown trap");
         fprintf(stderr, " in function %" PRIu32, err->func_index);
         /* func_name is a fixed array filled by the engine from the module's
          * name section; bound the read in case it is not terminated. */

@@ -3,7 +3,7 @@
  * exec.c.
  *
  * Design (register-based, translated once at load time):
- *  - A frame is an array of 64-bit slots: [params][locals][operand stack][consts].
+ *  - A frame is an array of 64-bit slots: [params][locals][consts][operand stack].
  *    Every operand stack position has a fixed slot, known at translation
  *    time, so instructions name their operands by slot index and no value
  *    stack pointer exists at run time.

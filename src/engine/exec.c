@@ -232,8 +232,7 @@ static bool interp(al_store *store, struct exec_stack *st, al_func *entry, slot_
 enter: {
         /* Push a frame for callee at new_fp, returning to ret_ip. */
         const struct compiled_func *cf = callee->code;
-        if (st->nframes >= st->max_frames || new_fp + cf->frame_size > st->end ||
-            new_fp + cf->frame_size < new_fp)
+        if (st->nframes >= st->max_frames || (size_t)(st->end - new_fp) < cf->frame_size)
             TRAP(AL_TRAP_STACK_EXHAUSTED);
         if (atomic_load_explicit(interrupt, memory_order_relaxed)) TRAP(AL_TRAP_INTERRUPTED);
         st->frames[st->nframes++] = (frame_rec){ret_ip, fp, inst, fn};

@@ -273,6 +273,7 @@ static al_instance *instance_alloc(al_store *store, const al_module *m, al_error
     }
     inst->store = store;
     inst->module = m;
+    wasm_module_retain(m);
     /* calloc(0) may return NULL; one spare entry keeps NULL meaning "failed". */
     inst->funcs = calloc(m->nfuncs + 1ull, sizeof *inst->funcs);
     inst->tables = calloc(m->ntables + 1ull, sizeof *inst->tables);
@@ -393,8 +394,13 @@ static bool alloc_globals(al_instance *inst, const al_module *m, al_error *err) 
 
 /* ---- step 3: segments (spec §4.5.4, steps 12–13) ------------------------- */
 
-static bool trap(al_error *err, al_trap_kind kind) {
-    wasm_error_set(err, AL_ERR_TRAP, "%s", al_trap_message(kind));
+/* A segment that does not fit traps; there is no guest frame, so the message
+ * names the segment instead (backtrace_len stays 0). */
+static bool segment_trap(al_error *err, al_trap_kind kind, const char *what, uint32_t index,
+                         uint64_t offset, uint64_t count, uint64_t size) {
+    wasm_error_set(err, AL_ERR_TRAP, "%s: %s segment %u at %llu with %llu entries exceeds size %llu",
+                   al_trap_message(kind), what, index, (unsigned long long)offset,
+                   (unsigned long long)count, (unsigned long long)size);
     if (err) {
         err->trap = kind;
         err->func_index = UINT32_MAX; /* not inside any function */
@@ -410,7 +416,8 @@ static bool init_elem(al_instance *inst, const al_module *m, uint32_t i, al_erro
     if (seg->mode == WASM_SEGMENT_ACTIVE) {
         al_table *t = inst->tables[seg->table];
         uint64_t d = (uint32_t)eval_const(inst, &seg->offset);
-        if (d + seg->count > t->size) return trap(err, AL_TRAP_TABLE_OOB);
+        if (d + seg->count > t->size)
+            return segment_trap(err, AL_TRAP_TABLE_OOB, "element", i, d, seg->count, t->size);
         for (uint32_t k = 0; k < seg->count; k++)
             t->elems[d + k] = eval_const(inst, &seg->items[k]);
     }
@@ -424,7 +431,8 @@ static bool init_data(al_instance *inst, const al_module *m, uint32_t i, al_erro
     if (seg->mode != WASM_SEGMENT_ACTIVE) return true;
     al_memory *mem = inst->memories[seg->memory];
     uint64_t d = (uint32_t)eval_const(inst, &seg->offset);
-    if (d + seg->data_size > mem->size) return trap(err, AL_TRAP_MEMORY_OOB);
+    if (d + seg->data_size > mem->size)
+        return segment_trap(err, AL_TRAP_MEMORY_OOB, "data", i, d, seg->data_size, mem->size);
     if (seg->data_size) memcpy(mem->data + d, m->bytes + seg->data_offset, seg->data_size);
     inst->data_dropped[i] = true;
     return true;

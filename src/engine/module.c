@@ -101,10 +101,20 @@ al_module *al_module_new(const uint8_t *bytes, size_t len, al_error *err) {
         return NULL;
     }
     memset(err, 0, sizeof *err);
+    atomic_init(&m->refcount, 1);
     return m;
 }
 
-void al_module_free(al_module *module) { wasm_module_free(module); }
+void wasm_module_retain(const al_module *module) {
+    atomic_fetch_add(&((al_module *)module)->refcount, 1);
+}
+
+void wasm_module_release(const al_module *module) {
+    if (module && atomic_fetch_sub(&((al_module *)module)->refcount, 1) == 1)
+        wasm_module_free((al_module *)module);
+}
+
+void al_module_free(al_module *module) { wasm_module_release(module); }
 
 uint32_t al_module_import_count(const al_module *module) {
     return module ? module->nimports : 0;

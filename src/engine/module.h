@@ -16,6 +16,8 @@
 #ifndef AIRLOCK_ENGINE_MODULE_H
 #define AIRLOCK_ENGINE_MODULE_H
 
+#include <stdatomic.h>
+
 #include "airlock.h"
 
 /* Implementation limits (spec appendix A.2 allows embedders to set these). */
@@ -178,6 +180,10 @@ struct al_module {
     /* C.refs (spec §3.4.10): functions that may appear in ref.func inside
      * function bodies. Set by validate.c; nfuncs entries. */
     bool *declared_refs;
+
+    /* Owners: the embedder's handle plus one per instance made from it, so an
+     * embedder may free its module while instances still run its code. */
+    atomic_uint refcount;
 };
 
 /* decode.c: bytes -> module. On failure returns NULL and sets err (kind
@@ -196,6 +202,9 @@ void compiled_func_free(struct compiled_func *code);
 
 /* module.c: frees everything, including compiled code. NULL is fine. */
 void wasm_module_free(al_module *module);
+/* module.c: reference counting for instances (see al_module.refcount). */
+void wasm_module_retain(const al_module *module);
+void wasm_module_release(const al_module *module);
 
 /* Helpers shared by all stages. */
 static inline const al_functype *wasm_func_type(const al_module *m, uint32_t func_index) {

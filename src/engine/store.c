@@ -41,6 +41,7 @@ al_store *al_store_new(const al_limits *limits) {
  * the store. Arrays may be partly allocated if instantiation ran out of
  * memory, hence free(NULL) being fine matters here. */
 static void instance_release(al_instance *inst) {
+    wasm_module_release(inst->module);
     free(inst->funcs);
     free(inst->tables);
     free(inst->memories);

@@ -49,6 +49,18 @@ static al_trap_kind host_reenter(void *env, al_caller *caller, const al_value *a
     return AL_TRAP_NONE;
 }
 
+/* Guest and host call each other n times: host stack use grows with n. */
+static al_trap_kind host_bounce(void *env, al_caller *caller, const al_value *args,
+                                al_value *results) {
+    fixture *fx = env;
+    al_extern ext;
+    if (!al_instance_export(fx->instance, "bounce_guest", &ext)) return AL_TRAP_HOST;
+    al_error err;
+    if (!al_call(fx->store, ext.of.func, args, 1, results, 1, &err))
+        return err.kind == AL_ERR_TRAP ? err.trap : AL_TRAP_HOST;
+    return AL_TRAP_NONE;
+}
+
 static void define_host(fixture *fx, const char *name, al_host_fn fn, const uint8_t *params,
                         uint32_t np, const uint8_t *results, uint32_t nr) {
     al_functype type = {np, nr, params, results};
@@ -68,6 +80,7 @@ static int setup_with(void **state, const al_limits *limits) {
     define_host(fx, "add", host_add, i32x2, 2, i32, 1);
     define_host(fx, "fail", host_fail, NULL, 0, NULL, 0);
     define_host(fx, "reenter", host_reenter, i32, 1, i32, 1);
+    define_host(fx, "bounce", host_bounce, i32, 1, i32, 1);
     fx->instance = al_instantiate(fx->store, fx->module, fx->imports, &err);
     assert_non_null(fx->instance);
     *state = fx;
@@ -126,6 +139,17 @@ static void test_reentry(void **state) {
     assert_true(call1(fx, "use_reenter", al_i32(21), &res, &err));
     assert_int_equal(res.of.i32, 43);
     assert_int_equal(fx->reentries, 1);
+}
+
+static void test_deep_reentry_is_a_trap_not_a_crash(void **state) {
+    fixture *fx = *state;
+    al_value res;
+    al_error err;
+    assert_true(call1(fx, "bounce_guest", al_i32(50), &res, &err));
+    assert_false(call1(fx, "bounce_guest", al_i32(1000000), &res, &err));
+    assert_int_equal(err.kind, AL_ERR_TRAP);
+    assert_int_equal(err.trap, AL_TRAP_STACK_EXHAUSTED);
+    assert_true(call1(fx, "bounce_guest", al_i32(50), &res, &err));
 }
 
 static void test_recursion_exhausts_stack_as_trap(void **state) {
@@ -236,6 +260,16 @@ static void test_bad_call_arguments(void **state) {
     assert_int_equal(err.kind, AL_ERR_ARGUMENT);
 }
 
+static void test_module_freed_while_instance_lives(void **state) {
+    fixture *fx = *state;
+    al_module_free(fx->module); /* the instance keeps the code alive */
+    fx->module = NULL;
+    al_value res;
+    al_error err;
+    assert_true(call1(fx, "double", al_i32(21), &res, &err));
+    assert_int_equal(res.of.i32, 42);
+}
+
 static void *raise_interrupt(void *store) {
     struct timespec ts = {0, 50 * 1000 * 1000};
     nanosleep(&ts, NULL);
@@ -265,6 +299,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_reentry, setup, teardown),
         cmocka_unit_test_setup_teardown(test_recursion_exhausts_stack_as_trap, setup, teardown),
         cmocka_unit_test_setup_teardown(test_deep_legal_recursion, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_deep_reentry_is_a_trap_not_a_crash, setup, teardown),
         cmocka_unit_test_setup_teardown(test_call_depth_limit, setup_small, teardown),
         cmocka_unit_test_setup_teardown(test_memory_limit, setup_small, teardown),
         cmocka_unit_test_setup_teardown(test_memory_bounds, setup, teardown),
@@ -274,6 +309,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_loop_with_locals, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_call_arguments, setup, teardown),
         cmocka_unit_test_setup_teardown(test_interrupt_from_another_thread, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_module_freed_while_instance_lives, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
