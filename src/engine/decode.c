@@ -114,6 +114,7 @@ static bool read_count(decoder *d, wasm_reader *r, size_t min_size, uint32_t lim
                        uint32_t *out) {
     uint32_t start = rd_offset(r);
     uint32_t n;
+    *out = 0;
     if (!rd_u32(r, &n)) return fail_rd(d, r);
     if ((uint64_t)n * min_size > rd_remaining(r)) return fail_at(d, start, "length out of bounds");
     if (n > limit) return fail_kind(d, AL_ERR_LIMIT, start, "too many entries");
@@ -281,7 +282,10 @@ static bool read_import_desc(decoder *d, wasm_reader *r, wasm_import *imp) {
 static bool decode_import_section(decoder *d, wasm_reader *r) {
     al_module *m = d->m;
     uint32_t n;
-    if (!read_count(d, r, 4, WASM_MAX_IMPORTS, &n)) return false;
+    /* Two name lengths and the kind byte: 3 bytes at least. (The descriptor
+     * adds one more, but counting it would report "length out of bounds"
+     * where the reference interpreter says "malformed import kind".) */
+    if (!read_count(d, r, 3, WASM_MAX_IMPORTS, &n)) return false;
     m->imports = alloc_array(n, sizeof *m->imports);
     if (m->imports == NULL) return fail_nomem(d, r);
     m->nimports = n; /* entries are zeroed: names NULL until read */
@@ -333,7 +337,9 @@ static void copy_imported_globals(al_module *m) {
 static bool decode_table_section(decoder *d, wasm_reader *r) {
     al_module *m = d->m;
     uint32_t n;
-    if (!read_count(d, r, 3, WASM_MAX_TABLES - m->ntable_imports, &n)) return false;
+    /* Minimum entry sizes here count only the bytes before the limits flag,
+     * so a bad flag is reported as such (the reference interpreter's wording). */
+    if (!read_count(d, r, 2, WASM_MAX_TABLES - m->ntable_imports, &n)) return false;
     m->tables = alloc_array((size_t)m->ntable_imports + n, sizeof *m->tables);
     if (m->tables == NULL) return fail_nomem(d, r);
     m->ntables = m->ntable_imports + n;
@@ -346,7 +352,7 @@ static bool decode_table_section(decoder *d, wasm_reader *r) {
 static bool decode_memory_section(decoder *d, wasm_reader *r) {
     al_module *m = d->m;
     uint32_t n;
-    if (!read_count(d, r, 2, DECODE_MAX_MEMORIES - m->nmemory_imports, &n)) return false;
+    if (!read_count(d, r, 1, DECODE_MAX_MEMORIES - m->nmemory_imports, &n)) return false;
     m->memories = alloc_array((size_t)m->nmemory_imports + n, sizeof *m->memories);
     if (m->memories == NULL) return fail_nomem(d, r);
     m->nmemories = m->nmemory_imports + n;
