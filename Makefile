@@ -98,3 +98,4 @@ samples:
 
 clean:
 	rm -rf build
+.SECONDARY:

@@ -1,48 +1,54 @@
 #!/usr/bin/env bash
-# gen-big.sh — write a large C file for the load/validate/translate throughput
-# benchmark: NFUNCS (default 12000) generated functions of varied shape
-# (loops, branches, switch tables, i32/i64/f64 arithmetic, memory traffic,
-# direct calls to earlier functions), all reachable from `run` through a
-# function-pointer table so the linker keeps every one (and the module gets
-# a large element segment too). Deterministic: same NFUNCS, same file.
+# gen-big.sh — write the text of a large module (WAT) for the
+# load/validate/translate throughput benchmark.
 #
-#   bench/gen-big.sh [NFUNCS] > big.c
+#   bench/gen-big.sh [NFUNCS] > big.wat      (default 20000 functions)
+#
+# Each function has two i32 params, a few locals of every numeric type, and a
+# random mix (fixed seed: the output is deterministic) of the shapes compiled
+# C produces: arithmetic on i32/i64/f64, loads and stores with offsets,
+# counted loops, if/else, br_table switches, select, globals, direct calls to
+# earlier functions and call_indirect through a table holding every function.
+# It is meant to be loaded, never run: the call graph fans out exponentially.
+# Generating text and assembling it with wat2wasm takes seconds; compiling an
+# equally large C file with clang took minutes, too slow for a benchmark run.
 set -euo pipefail
-nfuncs=${1:-12000}
+nfuncs=${1:-20000}
 
 awk -v N="$nfuncs" '
 function r(n) { return int(rand() * n) }
 function stmt(k,   t, c1, c2, c3) {
-    t = r(10); c1 = r(1000003) + 1; c2 = r(29) + 1; c3 = r(4096)
-    if (t == 0) return sprintf("    a = a * %d + (b >> %d);\n", c1, c2)
-    if (t == 1) return sprintf("    b ^= g_mem[(uint32_t)(a + %d) & 4095];\n", c3)
-    if (t == 2) return sprintf("    g_mem[(uint32_t)(b ^ %d) & 4095] += (uint32_t)a;\n", c3)
-    if (t == 3) return sprintf("    for (int32_t i = 0; i < (b & %d); i++) { a += i * %d; b = (b << 1) | (a & 1); }\n", r(31) + 1, c1)
-    if (t == 4) return sprintf("    if (a > b) { a -= %d; } else { b += a ^ %d; }\n", c1, c3)
-    if (t == 5) return sprintf("    switch (a & 7) { case 0: a += %d; break; case 1: b -= a; break; case 2: a ^= b; break; case 3: a = (int32_t)((uint32_t)a >> %d); break; case 5: b *= %d; break; default: a = ~a; }\n", c1, c2, c1)
-    if (t == 6) return sprintf("    d = d * %d.5 + (double)a; a += (int32_t)(d > 1e9 || d < -1e9 ? (d = 0) : d);\n", r(17))
-    if (t == 7) return sprintf("    w = w * %dull + (uint64_t)(uint32_t)b; a ^= (int32_t)(w >> %d);\n", c1, c2 + 3)
-    if (t == 8 && k > 0) return sprintf("    a += f%d(b, a & %d);\n", r(k), r(64))
-    return sprintf("    while (a & %d) { a &= a - 1; b++; }\n", r(65535) + 1)
+    t = r(12); c1 = r(1000003) + 1; c2 = r(29) + 1; c3 = r(16384) * 4
+    if (t == 0) return sprintf("    (local.set $a (i32.add (i32.mul (local.get $a) (i32.const %d)) (i32.shr_u (local.get $b) (i32.const %d))))\n", c1, c2)
+    if (t == 1) return sprintf("    (local.set $b (i32.xor (local.get $b) (i32.load offset=%d (i32.and (local.get $a) (i32.const 0xfffc)))))\n", c3 % 4096)
+    if (t == 2) return sprintf("    (i32.store offset=%d (i32.and (local.get $b) (i32.const 0xfffc)) (i32.add (local.get $a) (i32.load8_u (local.get $b))))\n", c3 % 4096)
+    if (t == 3) return sprintf("    (local.set $i (i32.const 0))\n    (block $exit (loop $top\n      (br_if $exit (i32.ge_s (local.get $i) (i32.and (local.get $b) (i32.const %d))))\n      (local.set $a (i32.add (local.get $a) (i32.mul (local.get $i) (i32.const %d))))\n      (local.set $b (i32.or (i32.shl (local.get $b) (i32.const 1)) (i32.and (local.get $a) (i32.const 1))))\n      (local.set $i (i32.add (local.get $i) (i32.const 1)))\n      (br $top)))\n", r(31) + 1, c1)
+    if (t == 4) return sprintf("    (if (i32.gt_s (local.get $a) (local.get $b))\n      (then (local.set $a (i32.sub (local.get $a) (i32.const %d))))\n      (else (local.set $b (i32.add (local.get $b) (i32.xor (local.get $a) (i32.const %d))))))\n", c1, c3)
+    if (t == 5) return sprintf("    (block $d (block $c2 (block $c1 (block $c0\n      (br_table $c0 $c1 $c2 $d (i32.and (local.get $a) (i32.const 3))))\n      (local.set $a (i32.add (local.get $a) (i32.const %d))) (br $d))\n      (local.set $b (i32.sub (local.get $b) (local.get $a))) (br $d))\n      (local.set $a (i32.rotl (local.get $a) (i32.const %d))))\n", c1, c2)
+    if (t == 6) return sprintf("    (local.set $d (f64.add (f64.mul (local.get $d) (f64.const %d.5)) (f64.convert_i32_s (local.get $a))))\n    (local.set $a (i32.add (local.get $a) (i32.trunc_sat_f64_s (f64.sqrt (f64.abs (local.get $d))))))\n", r(17))
+    if (t == 7) return sprintf("    (local.set $w (i64.add (i64.mul (local.get $w) (i64.const %d)) (i64.extend_i32_u (local.get $b))))\n    (local.set $a (i32.xor (local.get $a) (i32.wrap_i64 (i64.shr_u (local.get $w) (i64.const %d)))))\n", c1, c2 + 3)
+    if (t == 8 && k > 0) return sprintf("    (local.set $a (i32.add (local.get $a) (call $f%d (local.get $b) (i32.const %d))))\n", r(k), r(64))
+    if (t == 9 && k > 0) return sprintf("    (local.set $b (call_indirect (type $sig) (local.get $a) (local.get $b) (i32.const %d)))\n", r(k))
+    if (t == 10) return sprintf("    (global.set $g (select (local.get $a) (global.get $g) (i32.lt_u (local.get $b) (i32.const %d))))\n", c1)
+    return sprintf("    (local.set $f (f32.div (f32.convert_i32_u (local.get $b)) (f32.const %d.25)))\n    (i64.store offset=%d (i32.const 0) (i64.reinterpret_f64 (f64.promote_f32 (local.get $f))))\n", r(100) + 1, c3 % 4096)
 }
 BEGIN {
     srand(12345)
-    print "/* Generated by bench/gen-big.sh: a large module for throughput tests. */"
-    print "#include <stdint.h>"
-    print "typedef int32_t (*fn_t)(int32_t, int32_t);"
-    print "static uint32_t g_mem[4096];"
+    print ";; Generated by bench/gen-big.sh: a large module for throughput tests."
+    print "(module"
+    print "  (type $sig (func (param i32 i32) (result i32)))"
+    print "  (memory (export \"memory\") 1)"
+    print "  (global $g (mut i32) (i32.const 0))"
+    printf "  (table %d %d funcref)\n", N, N
     for (k = 0; k < N; k++) {
-        printf "__attribute__((noinline)) int32_t f%d(int32_t a, int32_t b)\n{\n", k
-        print "    double d = 1.0; uint64_t w = 7; (void)d; (void)w;"
+        printf "  (func $f%d (type $sig) (param $a i32) (param $b i32) (result i32)\n", k
+        print "    (local $i i32) (local $w i64) (local $f f32) (local $d f64)"
         ns = 6 + r(16)
         for (s = 0; s < ns; s++) printf "%s", stmt(k)
-        print "    return a ^ b ^ (int32_t)w;\n}"
+        print "    (i32.xor (local.get $a) (i32.xor (local.get $b) (i32.wrap_i64 (local.get $w)))))"
     }
-    print "static const fn_t table[] = {"
-    for (k = 0; k < N; k++) printf "    f%d,\n", k
-    print "};"
-    print "int32_t run(void)\n{\n    int32_t acc = 0;"
-    print "    for (uint32_t i = 0; i < sizeof table / sizeof table[0]; i++)"
-    print "        acc ^= table[i](acc, (int32_t)i);"
-    print "    return acc & 0x7fffffff;\n}"
+    printf "  (elem (i32.const 0) func"
+    for (k = 0; k < N; k++) printf " $f%d", k
+    print ")"
+    print ")"
 }'

@@ -6,7 +6,9 @@
 #      a binary that exits non-zero without reporting a failure (a crash, a
 #      sanitizer report) counts as one failure;
 #   2. tests/spec/run-spec.sh on build/asan/spec-runner;
-#   3. every tests/cli/*.sh, if any.
+#   3. every tests/cli/*.sh, if any;
+#   4. a short libFuzzer run of decode+validate+instantiate+call
+#      (tests/fuzz/short.sh, $AIRLOCK_FUZZ_SECONDS, default 20).
 # Scripts (2, 3) print "N passed, N failed" as their last line; those are
 # summed, and a script exiting non-zero without reporting a failure counts as
 # one. The last line printed is the grand total, "N passed, N failed"; the exit
@@ -85,6 +87,10 @@ for script in tests/cli/*.sh; do
     echo "== $script =="
     run_counting_script "$script"
 done
+
+echo
+echo "== tests/fuzz/short.sh =="
+run_counting_script tests/fuzz/short.sh "${AIRLOCK_FUZZ_SECONDS:-20}"
 
 echo
 echo "$total_passed passed, $total_failed failed"
