@@ -152,6 +152,14 @@ void al_store_free(al_store *store);
 void al_store_interrupt(al_store *store);
 void al_store_clear_interrupt(al_store *store);
 
+/* Fuel: a budget of guest instructions. Each straight-line run of
+ * instructions is charged when it ends, bulk memory/table operations one unit
+ * per byte/element; loop headers and calls check the budget, and running out
+ * traps AL_TRAP_FUEL_EXHAUSTED. Without al_store_set_fuel nothing is metered.
+ * The budget is shared by every call in the store, re-entry included. */
+void al_store_set_fuel(al_store *store, uint64_t fuel);
+uint64_t al_store_fuel(const al_store *store); /* remaining; 0 when unmetered */
+
 /* Decode and validate; the buffer is copied, so the caller may free it.
  * al_module_free may be called while instances of the module are alive: they
  * keep the module's code until their store is freed. */

@@ -13,8 +13,12 @@
  *    offsets, so nothing scans for block ends at run time.
  *  - Calls overlap frames: the caller's argument slots become the callee's
  *    parameter slots, and results come back in the same place.
- *  - Loop headers (LOOP_CHECK) and calls are where the interrupt flag (and,
- *    later, fuel) are checked; every backward branch targets a LOOP_CHECK.
+ *  - Fuel: every instruction that ends a straight-line run (branches, calls,
+ *    returns, and FUEL before a fall-through label) carries the run's wasm
+ *    instruction count, which the interpreter subtracts from a counter held
+ *    in a register. Loop headers (LOOP_CHECK) and function entry check the
+ *    counter and the interrupt flag; every backward branch targets a
+ *    LOOP_CHECK, so no loop can run unchecked.
  */
 #ifndef AIRLOCK_ENGINE_CODE_H
 #define AIRLOCK_ENGINE_CODE_H
@@ -24,18 +28,20 @@
 typedef uint64_t cell;
 
 /* Operand legend: d = destination slot, a/b/c = source slots, k = immediate,
- * off = relative branch offset in cells from the instruction's first cell. */
+ * off = relative branch offset in cells from the instruction's first cell,
+ * fuel = instructions in the straight-line run this instruction ends. */
 #define AL_OPS(X) \
     X(UNREACHABLE)      /* */ \
-    X(BR)               /* off */ \
-    X(BR_IF)            /* a off */ \
-    X(BR_IFZ)           /* a off */ \
-    X(BR_TABLE)         /* a n off0..offn */ \
-    X(LOOP_CHECK)       /* */ \
+    X(BR)               /* off fuel */ \
+    X(BR_IF)            /* a off fuel */ \
+    X(BR_IFZ)           /* a off fuel */ \
+    X(BR_TABLE)         /* a n fuel off0..offn */ \
+    X(LOOP_CHECK)       /* (checks interrupt and fuel) */ \
+    X(FUEL)             /* fuel: a run that falls through into a label */ \
     X(MOV)              /* d a */ \
-    X(RETURN)           /* */ \
-    X(CALL)             /* funcidx argbase */ \
-    X(CALL_INDIRECT)    /* typeidx tableidx a argbase */ \
+    X(RETURN)           /* fuel */ \
+    X(CALL)             /* funcidx argbase fuel */ \
+    X(CALL_INDIRECT)    /* typeidx tableidx a argbase fuel */ \
     X(SELECT)           /* d a b cond */ \
     X(GLOBAL_GET)       /* d idx */ \
     X(GLOBAL_SET)       /* a idx */ \
@@ -88,7 +94,7 @@ typedef uint64_t cell;
     X(I64_TRUNC_SAT_F32_S) X(I64_TRUNC_SAT_F32_U) X(I64_TRUNC_SAT_F64_S) X(I64_TRUNC_SAT_F64_U) \
     /* fused: compare-and-branch, binop with an immediate right operand */ \
     X(BR_I32_EQ) X(BR_I32_NE) X(BR_I32_LT_S) X(BR_I32_LT_U) X(BR_I32_GT_S) X(BR_I32_GT_U) \
-    X(BR_I32_LE_S) X(BR_I32_LE_U) X(BR_I32_GE_S) X(BR_I32_GE_U) /* a b off */ \
+    X(BR_I32_LE_S) X(BR_I32_LE_U) X(BR_I32_GE_S) X(BR_I32_GE_U) /* a b off fuel */ \
     X(I32_ADD_K) X(I32_SUB_K) X(I32_AND_K) X(I32_SHL_K) X(I32_SHR_U_K) X(I32_SHR_S_K) /* d a k */ \
     X(I64_ADD_K) /* d a k */
 

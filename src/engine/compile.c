@@ -91,6 +91,7 @@ typedef struct compiler {
     /* peephole state: the last instruction and its destination cell */
     uint32_t last_pc, last_dst_pos, last_dst_height, last_op;
     uint32_t cur_offset;
+    uint32_t pending_fuel; /* wasm instructions since the last fuel charge */
     const void *const *handlers;
     bool failed;
 } compiler;
@@ -228,6 +229,22 @@ static void set_label(compiler *c) {
     c->last_dst_pos = NONE;
 }
 
+/* Fuel: each instruction that ends a straight-line run carries the run's
+ * instruction count as its last cell; the interpreter subtracts it. */
+static void emit_cost(compiler *c) {
+    emit_cell(c, c->pending_fuel);
+    c->pending_fuel = 0;
+}
+
+/* A label reached by falling through: charge the run that ends here. */
+static void charge_fallthrough(compiler *c, bool reachable) {
+    if (reachable && c->pending_fuel) {
+        emit_op(c, OP_FUEL);
+        emit_cost(c);
+    }
+    c->pending_fuel = 0;
+}
+
 /* ---- operand stack -------------------------------------------------------- */
 
 static bool push(compiler *c, uint8_t type, uint32_t slot) {
@@ -353,6 +370,7 @@ static void emit_br(compiler *c, ctrl_frame *f, uint32_t n) {
     emit_branch_moves(c, f, n);
     uint32_t pc = emit_op(c, OP_BR);
     emit_target(c, f, pc);
+    emit_cost(c);
 }
 
 /* Results of the function go to slots 0..n-1. Sources are first moved home
@@ -365,6 +383,7 @@ static void emit_return(compiler *c, uint32_t n) {
         emit_mov(c, home(c, first + i), c->stack[first + i].slot);
     for (uint32_t i = 0; i < n; i++) emit_mov(c, i, home(c, first + i));
     emit_op(c, OP_RETURN);
+    emit_cost(c);
 }
 
 static void set_unreachable(compiler *c) {
@@ -473,6 +492,7 @@ static bool do_block(compiler *c, const wasm_instr *in, enum ctrl_kind kind) {
     f->dead = !was_live;
     set_label(c);
     if (kind == CTRL_LOOP) {
+        charge_fallthrough(c, was_live);
         f->loop_pc = c->ncode;
         if (was_live) emit_op(c, OP_LOOP_CHECK);
         set_label(c);
@@ -480,6 +500,7 @@ static bool do_block(compiler *c, const wasm_instr *in, enum ctrl_kind kind) {
     if (kind == CTRL_IF && was_live) {
         add_patch(c, &f->else_patch, c->ncode, fused_pc);
         emit_cell(c, 0);
+        emit_cost(c);
     }
     return true;
 }
@@ -502,7 +523,9 @@ static bool do_else(compiler *c) {
         uint32_t pc = emit_op(c, OP_BR);
         add_patch(c, &f->patches, c->ncode, pc);
         emit_cell(c, 0);
+        emit_cost(c);
     }
+    c->pending_fuel = 0;
     c->height = f->height;
     set_label(c);
     resolve_patches(c, f->else_patch, c->ncode);
@@ -529,6 +552,7 @@ static bool do_end(compiler *c) {
         c->nctrls--;
         return true;
     }
+    charge_fallthrough(c, live(c));
     set_label(c);
     resolve_patches(c, f->patches, c->ncode);
     resolve_patches(c, f->else_patch, c->ncode);
@@ -582,6 +606,7 @@ static bool do_br_if(compiler *c, uint32_t depth) {
         emit_cell(c, cond.slot);
         uint32_t skip_cell = c->ncode;
         emit_cell(c, 0);
+        emit_cost(c);
         if (f->kind == CTRL_FUNC) emit_return(c, n);
         else emit_br(c, f, n);
         if (!c->failed) c->code[skip_cell] = (cell)(int64_t)(c->ncode - skip);
@@ -615,6 +640,7 @@ static bool do_br_if(compiler *c, uint32_t depth) {
         emit_cell(c, cond.slot);
     }
     emit_target(c, f, pc);
+    emit_cost(c);
     return true;
 }
 
@@ -647,6 +673,7 @@ static bool do_br_table(compiler *c, const wasm_instr *in) {
         uint32_t pc = emit_op(c, OP_BR_TABLE);
         emit_cell(c, idx.slot);
         emit_cell(c, n);
+        emit_cost(c);
         uint32_t table_pos = c->ncode;
         for (uint32_t i = 0; i <= n; i++) emit_cell(c, 0);
         /* Targets that need value moves (or a return) get a stub after the table. */
@@ -684,6 +711,7 @@ static bool do_call(compiler *c, const al_functype *ft, enum internal_op op, uin
             emit_cell(c, elem_slot);
         }
         emit_cell(c, home(c, base));
+        emit_cost(c);
     }
     for (uint32_t i = 0; i < ft->nresults; i++)
         if (!push(c, ft->results[i], home(c, c->height))) return false;
@@ -1139,6 +1167,7 @@ static struct compiled_func *compile_function(const al_module *m, uint32_t defin
             break;
         }
         c.cur_offset = in.offset;
+        c.pending_fuel++;
         translate_instr(&c, &in);
     }
     if (!c.failed && !rd_eof(&c.r)) fail(&c, AL_ERR_MALFORMED, "section size mismatch");

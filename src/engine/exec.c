@@ -197,8 +197,9 @@ static bool memory_init(al_instance *inst, uint32_t seg, uint32_t d, uint32_t s,
 #define TRUNC(NAME, fn, T) op_##NAME: { T r_; int t_ = fn(fp[ip[2]], &r_); \
         if (t_) { TRAP((al_trap_kind)t_); } \
         fp[ip[1]] = r_; NEXT(3); }
-#define BRCMP(NAME, fn) op_##NAME: if (fn(fp[ip[1]], fp[ip[2]])) { NEXT((int64_t)ip[3]); } \
-        NEXT(4);
+#define BRCMP(NAME, fn) op_##NAME: fuel -= (int64_t)ip[4]; \
+        if (fn(fp[ip[1]], fp[ip[2]])) { NEXT((int64_t)ip[3]); } \
+        NEXT(5);
 #define LOAD(NAME, N, T, EXT) op_##NAME: { \
         uint64_t ea_ = (uint64_t)(uint32_t)fp[ip[2]] + ip[3]; \
         if (ea_ + (N) > mem_size) TRAP(AL_TRAP_MEMORY_OOB); \
@@ -224,6 +225,16 @@ static bool interp(al_store *store, struct exec_stack *st, al_func *entry, slot_
     uint64_t mem_size;
     al_trap_kind trap = AL_TRAP_NONE;
     atomic_int *interrupt = &store->interrupt;
+    /* The budget lives in a register while guest code runs; the store holds
+     * it whenever the host can see it (exit, host calls). Unmetered runs start
+     * from a budget they cannot exhaust. */
+    int64_t fuel = store->fuel_enabled ? (int64_t)(store->fuel > INT64_MAX ? INT64_MAX : store->fuel)
+                                       : INT64_MAX;
+#define SAVE_FUEL() do { if (store->fuel_enabled) store->fuel = fuel > 0 ? (uint64_t)fuel : 0; } while (0)
+#define LOAD_FUEL() do { if (store->fuel_enabled) fuel = (int64_t)(store->fuel > INT64_MAX ? INT64_MAX : store->fuel); } while (0)
+#define CHECK_POINT() do { \
+        if (fuel < 0) TRAP(AL_TRAP_FUEL_EXHAUSTED); \
+        if (atomic_load_explicit(interrupt, memory_order_relaxed)) TRAP(AL_TRAP_INTERRUPTED); } while (0)
     al_func *callee = entry;
     slot_t *new_fp = fp;
     const cell *ret_ip = NULL;
@@ -234,7 +245,7 @@ enter: {
         const struct compiled_func *cf = callee->code;
         if (st->nframes >= st->max_frames || (size_t)(st->end - new_fp) < cf->frame_size)
             TRAP(AL_TRAP_STACK_EXHAUSTED);
-        if (atomic_load_explicit(interrupt, memory_order_relaxed)) TRAP(AL_TRAP_INTERRUPTED);
+        CHECK_POINT();
         st->frames[st->nframes++] = (frame_rec){ret_ip, fp, inst, fn};
         memset(new_fp + cf->nparams, 0, (size_t)cf->nlocals * sizeof(slot_t));
         if (cf->nconsts) memcpy(new_fp + cf->const_base, cf->consts, (size_t)cf->nconsts * sizeof(slot_t));
@@ -255,7 +266,9 @@ call: {
                                                                    : callee->type.nresults;
         slot_t *saved_top = st->top;
         st->top = new_fp + n;
+        SAVE_FUEL(); /* the host may re-enter and spend from the same budget */
         bool ok = call_host(store, callee, new_fp, inst, err);
+        LOAD_FUEL();
         st->top = saved_top;
         if (!ok) TRAP(err->kind == AL_ERR_TRAP ? err->trap : AL_TRAP_HOST);
         LOAD_MEM();
@@ -264,21 +277,33 @@ call: {
     }
 
 op_UNREACHABLE: TRAP(AL_TRAP_UNREACHABLE);
-op_BR: NEXT((int64_t)ip[1]);
-op_BR_IF: if ((uint32_t)fp[ip[1]]) NEXT((int64_t)ip[2]); NEXT(3);
-op_BR_IFZ: if (!(uint32_t)fp[ip[1]]) NEXT((int64_t)ip[2]); NEXT(3);
+op_BR: fuel -= (int64_t)ip[2]; NEXT((int64_t)ip[1]);
+op_BR_IF:
+    fuel -= (int64_t)ip[3];
+    if ((uint32_t)fp[ip[1]]) NEXT((int64_t)ip[2]);
+    NEXT(4);
+op_BR_IFZ:
+    fuel -= (int64_t)ip[3];
+    if (!(uint32_t)fp[ip[1]]) NEXT((int64_t)ip[2]);
+    NEXT(4);
 op_BR_TABLE: {
         uint64_t i = (uint32_t)fp[ip[1]];
         if (i > ip[2]) i = ip[2];
-        NEXT((int64_t)ip[3 + i]);
+        fuel -= (int64_t)ip[3];
+        NEXT((int64_t)ip[4 + i]);
     }
 op_LOOP_CHECK:
-    if (atomic_load_explicit(interrupt, memory_order_relaxed)) TRAP(AL_TRAP_INTERRUPTED);
+    CHECK_POINT();
     NEXT(1);
+op_FUEL: fuel -= (int64_t)ip[1]; NEXT(2);
 op_MOV: fp[ip[1]] = fp[ip[2]]; NEXT(3);
 op_RETURN: {
+        fuel -= (int64_t)ip[1];
         frame_rec *fr = &st->frames[--st->nframes];
-        if (!fr->ret_ip) return true;
+        if (!fr->ret_ip) {
+            SAVE_FUEL();
+            return true;
+        }
         ip = fr->ret_ip;
         fp = fr->ret_fp;
         fn = fr->fn;
@@ -289,7 +314,8 @@ op_RETURN: {
 op_CALL:
     callee = inst->funcs[ip[1]];
     new_fp = fp + ip[2];
-    ret_ip = ip + 3;
+    fuel -= (int64_t)ip[3];
+    ret_ip = ip + 4;
     goto call;
 op_CALL_INDIRECT: {
         al_table *t = inst->tables[ip[2]];
@@ -299,7 +325,8 @@ op_CALL_INDIRECT: {
         if (!callee) TRAP(AL_TRAP_UNINITIALIZED_ELEMENT);
         if (callee->sig_id != inst->sig_ids[ip[1]]) TRAP(AL_TRAP_INDIRECT_TYPE_MISMATCH);
         new_fp = fp + ip[4];
-        ret_ip = ip + 5;
+        fuel -= (int64_t)ip[5];
+        ret_ip = ip + 6;
         goto call;
     }
 op_SELECT: fp[ip[1]] = (uint32_t)fp[ip[4]] ? fp[ip[2]] : fp[ip[3]]; NEXT(5);
@@ -331,6 +358,7 @@ op_TABLE_FILL: {
         uint32_t i = (uint32_t)fp[ip[2]], n = (uint32_t)fp[ip[4]];
         slot_t v = fp[ip[3]];
         if ((uint64_t)i + n > t->size) TRAP(AL_TRAP_TABLE_OOB);
+        fuel -= n;
         for (uint32_t k = 0; k < n; k++) t->elems[i + k] = v;
         NEXT(5);
     }
@@ -338,6 +366,7 @@ op_TABLE_COPY: {
         al_table *td = inst->tables[ip[1]], *ts = inst->tables[ip[2]];
         uint32_t d = (uint32_t)fp[ip[3]], s = (uint32_t)fp[ip[4]], n = (uint32_t)fp[ip[5]];
         if ((uint64_t)s + n > ts->size || (uint64_t)d + n > td->size) TRAP(AL_TRAP_TABLE_OOB);
+        fuel -= n;
         if (n) memmove(td->elems + d, ts->elems + s, (size_t)n * sizeof(slot_t));
         NEXT(6);
     }
@@ -345,6 +374,7 @@ op_TABLE_INIT:
     if (!table_init(inst, (uint32_t)ip[1], (uint32_t)ip[2], (uint32_t)fp[ip[3]],
                     (uint32_t)fp[ip[4]], (uint32_t)fp[ip[5]]))
         TRAP(AL_TRAP_TABLE_OOB);
+    fuel -= (uint32_t)fp[ip[5]];
     NEXT(6);
 op_ELEM_DROP: inst->elem_dropped[ip[1]] = true; NEXT(2);
 op_REF_FUNC: fp[ip[1]] = (uintptr_t)inst->funcs[ip[2]]; NEXT(3);
@@ -360,17 +390,20 @@ op_MEMORY_INIT:
     if (!memory_init(inst, (uint32_t)ip[1], (uint32_t)fp[ip[2]], (uint32_t)fp[ip[3]],
                      (uint32_t)fp[ip[4]]))
         TRAP(AL_TRAP_MEMORY_OOB);
+    fuel -= (uint32_t)fp[ip[4]]; /* bulk operations cost one unit per byte */
     NEXT(5);
 op_DATA_DROP: inst->data_dropped[ip[1]] = true; NEXT(2);
 op_MEMORY_COPY: {
         uint32_t d = (uint32_t)fp[ip[1]], s = (uint32_t)fp[ip[2]], n = (uint32_t)fp[ip[3]];
         if ((uint64_t)s + n > mem_size || (uint64_t)d + n > mem_size) TRAP(AL_TRAP_MEMORY_OOB);
+        fuel -= n;
         if (n) memmove(mem + d, mem + s, n);
         NEXT(4);
     }
 op_MEMORY_FILL: {
         uint32_t d = (uint32_t)fp[ip[1]], n = (uint32_t)fp[ip[3]];
         if ((uint64_t)d + n > mem_size) TRAP(AL_TRAP_MEMORY_OOB);
+        fuel -= n;
         if (n) memset(mem + d, (int)(uint8_t)fp[ip[2]], n);
         NEXT(4);
     }
@@ -461,6 +494,7 @@ op_MEMORY_FILL: {
     BINK(I64_ADD_K, num_i64_add)
 
 trapped:
+    SAVE_FUEL();
     set_trap(err, trap, st, inst, fn, ip);
     return false;
 }

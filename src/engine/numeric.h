@@ -69,6 +69,12 @@
 #define NUM_UNLIKELY(x) (x)
 #endif
 
+/* IEEE equality comparisons below are intentional. */
+#if defined(__GNUC__) || defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wfloat-equal"
+#endif
+
 #define NUMERIC_TRAP_NONE 0
 #define NUMERIC_TRAP_DIV_ZERO ((int)AL_TRAP_INT_DIV_ZERO)               /* "integer divide by zero" */
 #define NUMERIC_TRAP_OVERFLOW ((int)AL_TRAP_INT_OVERFLOW)               /* "integer overflow" */
@@ -686,5 +692,9 @@ static inline uint32_t num_i32_reinterpret_f32(uint32_t a) { return a; }
 static inline uint64_t num_i64_reinterpret_f64(uint64_t a) { return a; }
 static inline uint32_t num_f32_reinterpret_i32(uint32_t a) { return a; }
 static inline uint64_t num_f64_reinterpret_i64(uint64_t a) { return a; }
+
+#if defined(__GNUC__) || defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
 
 #endif /* AIRLOCK_ENGINE_NUMERIC_H */

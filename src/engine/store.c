@@ -180,3 +180,13 @@ uint32_t store_intern_sig(al_store *store, const al_functype *type) {
     store->sig_index[sig_slot(store, type, hash)] = id + 1;
     return id;
 }
+
+void al_store_set_fuel(al_store *store, uint64_t fuel) {
+    if (!store) return;
+    store->fuel_enabled = true;
+    store->fuel = fuel;
+}
+
+uint64_t al_store_fuel(const al_store *store) {
+    return store && store->fuel_enabled ? store->fuel : 0;
+}

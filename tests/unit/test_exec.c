@@ -270,6 +270,53 @@ static void test_module_freed_while_instance_lives(void **state) {
     assert_int_equal(res.of.i32, 42);
 }
 
+static void test_fuel_counts_instructions(void **state) {
+    fixture *fx = *state;
+    al_value res;
+    al_error err;
+    al_store_set_fuel(fx->store, 1000);
+    /* double: local.get, i32.const, i32.mul, end */
+    assert_true(call1(fx, "double", al_i32(4), &res, &err));
+    assert_int_equal(al_store_fuel(fx->store), 996);
+    /* fill: 4 instructions + end, plus one unit per byte */
+    al_value n = al_i32(100);
+    assert_true(al_call(fx->store, export_func(fx, "fill"), &n, 1, NULL, 0, &err));
+    assert_int_equal(al_store_fuel(fx->store), 996 - 5 - 100);
+    /* the same loop costs the same every time */
+    al_store_set_fuel(fx->store, 1000000);
+    assert_true(call1(fx, "fac", al_i64(20), &res, &err));
+    uint64_t used = 1000000 - al_store_fuel(fx->store);
+    assert_true(used > 20 * 10);
+    al_store_set_fuel(fx->store, 1000000);
+    assert_true(call1(fx, "fac", al_i64(20), &res, &err));
+    assert_int_equal(1000000 - al_store_fuel(fx->store), used);
+}
+
+static void test_fuel_exhaustion_stops_a_loop(void **state) {
+    fixture *fx = *state;
+    al_error err;
+    al_store_set_fuel(fx->store, 100000);
+    assert_false(al_call(fx->store, export_func(fx, "spin"), NULL, 0, NULL, 0, &err));
+    assert_int_equal(err.kind, AL_ERR_TRAP);
+    assert_int_equal(err.trap, AL_TRAP_FUEL_EXHAUSTED);
+    assert_int_equal(al_store_fuel(fx->store), 0);
+    /* recursion is stopped too: calls check the budget */
+    al_store_set_fuel(fx->store, 500);
+    al_value res;
+    assert_false(call1(fx, "depth", al_i32(5000), &res, &err));
+    assert_int_equal(err.trap, AL_TRAP_FUEL_EXHAUSTED);
+}
+
+static void test_fuel_shared_across_reentry(void **state) {
+    fixture *fx = *state;
+    al_value res;
+    al_error err;
+    al_store_set_fuel(fx->store, 1000);
+    /* use_reenter: local.get, call, i32.const, i32.add, end (5) + double (4) */
+    assert_true(call1(fx, "use_reenter", al_i32(1), &res, &err));
+    assert_int_equal(al_store_fuel(fx->store), 1000 - 5 - 4);
+}
+
 static void *raise_interrupt(void *store) {
     struct timespec ts = {0, 50 * 1000 * 1000};
     nanosleep(&ts, NULL);
@@ -310,6 +357,9 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_bad_call_arguments, setup, teardown),
         cmocka_unit_test_setup_teardown(test_interrupt_from_another_thread, setup, teardown),
         cmocka_unit_test_setup_teardown(test_module_freed_while_instance_lives, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fuel_counts_instructions, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fuel_exhaustion_stops_a_loop, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fuel_shared_across_reentry, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
