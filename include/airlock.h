@@ -85,6 +85,8 @@ typedef enum al_trap_kind {
     AL_TRAP_FUEL_EXHAUSTED,
     AL_TRAP_HOST,          /* a host function reported failure */
     AL_TRAP_UNDEFINED_ELEMENT, /* call_indirect index past the table's end */
+    AL_TRAP_MEMORY_LIMIT,  /* memory.grow past max_memory_bytes with trap_on_memory_limit */
+    AL_TRAP_EXIT,          /* a host function ended the run on purpose (WASI proc_exit) */
 } al_trap_kind;
 
 /* Spec wording of a trap kind, e.g. "integer divide by zero". */
@@ -139,9 +141,18 @@ typedef struct al_limits {
     uint32_t max_value_stack;    /* 64-bit slots shared by all frames */
     uint64_t max_memory_bytes;   /* per linear memory */
     uint32_t max_table_elements; /* per table */
+    uint32_t max_instances;      /* per store */
+    uint32_t max_tables;         /* per store, imported host tables included */
+    uint32_t max_memories;       /* per store, imported host memories included */
+    /* memory.grow past max_memory_bytes: false returns -1 (the spec's
+     * failure), true traps AL_TRAP_MEMORY_LIMIT. */
+    bool trap_on_memory_limit;
 } al_limits;
 
-/* Defaults: 10000 frames, 1M slots, 4 GiB memory, 10M table elements. */
+/* Defaults: 10000 frames, 1M slots, 4 GiB memory, 10M table elements,
+ * 10000 instances, 100000 tables, 10000 memories, grow failure returns -1.
+ * A module whose declared minimum already exceeds a limit is refused by
+ * al_instantiate (AL_ERR_LIMIT) before anything is allocated. */
 al_limits al_limits_default(void);
 
 al_store *al_store_new(const al_limits *limits /* NULL: defaults */);
@@ -213,6 +224,8 @@ al_global *al_global_new(al_store *store, al_value value, bool is_mutable, al_er
 
 uint8_t *al_memory_data(al_memory *memory);
 uint64_t al_memory_size(const al_memory *memory); /* bytes */
+/* Did memory.grow in this store fail because of max_memory_bytes? */
+bool al_store_memory_limit_hit(const al_store *store);
 al_value al_global_get(const al_global *global);
 uint32_t al_table_size(const al_table *table);
 

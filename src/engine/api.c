@@ -77,6 +77,8 @@ const char *al_trap_message(al_trap_kind kind) {
     case AL_TRAP_FUEL_EXHAUSTED: return "fuel exhausted";
     case AL_TRAP_HOST: return "host function trapped";
     case AL_TRAP_UNDEFINED_ELEMENT: return "undefined element"; /* call_indirect past the end */
+    case AL_TRAP_MEMORY_LIMIT: return "memory limit exceeded";
+    case AL_TRAP_EXIT: return "exit";
     }
     return "unknown trap";
 }

@@ -380,8 +380,13 @@ op_ELEM_DROP: inst->elem_dropped[ip[1]] = true; NEXT(2);
 op_REF_FUNC: fp[ip[1]] = (uintptr_t)inst->funcs[ip[2]]; NEXT(3);
 op_MEMORY_SIZE: fp[ip[1]] = (uint32_t)(mem_size / WASM_PAGE_SIZE); NEXT(2);
 op_MEMORY_GROW: {
-        int64_t old = memory_grow(inst->memories[0], (uint32_t)fp[ip[2]],
-                                  store->limits.max_memory_bytes);
+        uint32_t delta = (uint32_t)fp[ip[2]];
+        if ((mem_size >> 16) + delta > store->limits.max_memory_bytes >> 16 &&
+            (mem_size >> 16) + delta <= inst->memories[0]->max_pages) {
+            store->memory_limit_hit = true; /* refused by the embedder, not the module */
+            if (store->limits.trap_on_memory_limit) TRAP(AL_TRAP_MEMORY_LIMIT);
+        }
+        int64_t old = memory_grow(inst->memories[0], delta, store->limits.max_memory_bytes);
         fp[ip[1]] = (uint32_t)(int32_t)old;
         LOAD_MEM();
         NEXT(3);

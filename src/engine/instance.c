@@ -464,6 +464,30 @@ static al_instance *instantiate(al_store *store, const al_module *m, const al_ex
     return inst;
 }
 
+/* Refuse, before anything is allocated, a module whose declarations alone
+ * exceed the store's limits: its memory or table minimum, or the counts. */
+static bool within_limits(const al_store *store, const al_module *m, al_error *err) {
+    const al_limits *l = &store->limits;
+    for (uint32_t i = m->nmemory_imports; i < m->nmemories; i++) {
+        if ((uint64_t)m->memories[i].min * WASM_PAGE_SIZE > l->max_memory_bytes) {
+            wasm_error_set(err, AL_ERR_LIMIT,
+                           "memory %u declares a minimum of %u pages, over the limit of %llu bytes",
+                           i, m->memories[i].min, (unsigned long long)l->max_memory_bytes);
+            return false;
+        }
+    }
+    for (uint32_t i = m->ntable_imports; i < m->ntables; i++) {
+        if (m->tables[i].limits.min > l->max_table_elements) {
+            wasm_error_set(err, AL_ERR_LIMIT,
+                           "table %u declares a minimum of %u elements, over the limit of %u", i,
+                           m->tables[i].limits.min, l->max_table_elements);
+            return false;
+        }
+    }
+    return store_has_room(store, 1, m->ntables - m->ntable_imports,
+                          m->nmemories - m->nmemory_imports, err);
+}
+
 al_instance *al_instantiate(al_store *store, const al_module *module,
                             const al_imports *imports, al_error *err) {
     if (!store || !module) {
@@ -476,7 +500,7 @@ al_instance *al_instantiate(al_store *store, const al_module *module,
         return NULL;
     }
     al_instance *inst = NULL;
-    if (resolve_imports(module, imports, resolved, err))
+    if (resolve_imports(module, imports, resolved, err) && within_limits(store, module, err))
         inst = instantiate(store, module, resolved, err);
     free(resolved);
     if (inst && err) err->kind = AL_OK;

@@ -96,6 +96,7 @@ al_memory *al_memory_new(al_store *store, uint32_t min_pages, uint32_t max_pages
         wasm_error_set(err, AL_ERR_ARGUMENT, "invalid memory type");
         return NULL;
     }
+    if (!store_has_room(store, 0, 0, 1, err)) return NULL;
     al_memory *mem = memory_create(min_pages, max_pages, has_max,
                                    store->limits.max_memory_bytes, err);
     if (!mem) return NULL;

@@ -91,6 +91,8 @@ struct al_store {
     size_t nobjects, objects_cap;
     al_functype *sigs;     /* interned signatures (owning copies) */
     uint32_t nsigs, sigs_cap;
+    uint32_t ninstances, ntables, nmemories; /* live counts, for the limits */
+    bool memory_limit_hit;    /* a memory.grow failed on max_memory_bytes */
     bool fuel_enabled;        /* al_store_set_fuel was called */
     uint64_t fuel;            /* remaining budget while fuel_enabled */
     struct exec_stack *stack; /* created on first call */
@@ -102,6 +104,9 @@ struct al_store {
 /* store.c */
 bool store_track(al_store *store, store_object_kind kind, void *ptr); /* false: OOM (object not tracked) */
 uint32_t store_intern_sig(al_store *store, const al_functype *type); /* UINT32_MAX on OOM */
+/* Would adding these objects stay within the store's limits? (AL_ERR_LIMIT if not) */
+bool store_has_room(const al_store *store, uint32_t instances, uint32_t tables,
+                    uint32_t memories, al_error *err);
 bool store_sig_equal(const al_functype *a, const al_functype *b); /* structural equality */
 
 /* memory.c — grow returns the old size in pages, or -1 (spec memory.grow). */

@@ -26,6 +26,10 @@ al_limits al_limits_default(void) {
     l.max_value_stack = 1u << 20;
     l.max_memory_bytes = 4ull << 30;
     l.max_table_elements = 10000000;
+    l.max_instances = 10000;
+    l.max_tables = 100000;
+    l.max_memories = 10000;
+    l.trap_on_memory_limit = false;
     return l;
 }
 
@@ -99,7 +103,26 @@ bool store_track(al_store *store, store_object_kind kind, void *ptr) {
     store->objects[store->nobjects].kind = kind;
     store->objects[store->nobjects].ptr = ptr;
     store->nobjects++;
+    if (kind == STORE_INSTANCE) store->ninstances++;
+    if (kind == STORE_TABLE) store->ntables++;
+    if (kind == STORE_MEMORY) store->nmemories++;
     return true;
+}
+
+bool store_has_room(const al_store *store, uint32_t instances, uint32_t tables,
+                    uint32_t memories, al_error *err) {
+    const al_limits *l = &store->limits;
+    const char *what = NULL;
+    if ((uint64_t)store->ninstances + instances > l->max_instances) what = "instances";
+    else if ((uint64_t)store->ntables + tables > l->max_tables) what = "tables";
+    else if ((uint64_t)store->nmemories + memories > l->max_memories) what = "memories";
+    if (!what) return true;
+    wasm_error_set(err, AL_ERR_LIMIT, "limit reached: too many %s in this store", what);
+    return false;
+}
+
+bool al_store_memory_limit_hit(const al_store *store) {
+    return store && store->memory_limit_hit;
 }
 
 /* ---- signature interning ------------------------------------------------ */

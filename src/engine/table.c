@@ -78,6 +78,7 @@ al_table *al_table_new(al_store *store, al_valtype elem, uint32_t min, uint32_t 
         wasm_error_set(err, AL_ERR_ARGUMENT, "invalid table type");
         return NULL;
     }
+    if (!store_has_room(store, 0, 1, 0, err)) return NULL;
     al_table *t = table_create((uint8_t)elem, min, max, has_max,
                                store->limits.max_table_elements, err);
     if (!t) return NULL;
