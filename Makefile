@@ -27,7 +27,9 @@ ASAN_FLAGS    := -O1 -g -fPIC -fsanitize=address,undefined -fno-sanitize-recover
 JANSSON_CFLAGS := $(shell pkg-config --cflags jansson 2>/dev/null)
 JANSSON_LIBS   := $(shell pkg-config --libs jansson 2>/dev/null || echo -ljansson)
 
-ENGINE_SRC := $(wildcard src/engine/*.c)
+# libairlock: the engine, the WASI host and the sandbox backends. WASI and the
+# backends see only the public header (plus their own), like any embedder.
+ENGINE_SRC := $(wildcard src/engine/*.c) $(wildcard src/wasi/*.c) $(wildcard src/sandbox/*.c)
 CLI_SRC    := $(wildcard src/cli/*.c)
 SPEC_SRC   := $(wildcard tests/spec/*.c)
 UNIT_SRC   := $(wildcard tests/unit/*.c)
@@ -51,6 +53,8 @@ build/$(1)/obj/%.o: %.c
 
 # The CLI sees only the public header: it must stay a thin caller of airlock.h.
 $(call objs,$(1),$(CLI_SRC)): INCLUDES := -Iinclude -DAIRLOCK_VERSION='"$(VERSION)"'
+$(call objs,$(1),$(wildcard src/wasi/*.c)): INCLUDES := -Iinclude -Isrc/wasi
+$(call objs,$(1),$(wildcard src/sandbox/*.c)): INCLUDES := -Iinclude -Isrc/wasi -Isrc/sandbox
 
 build/$(1)/libairlock.a: $(call objs,$(1),$(ENGINE_SRC))
 	@rm -f $$@

@@ -258,6 +258,83 @@ const al_functype *al_func_type(const al_func *func);
 bool al_call(al_store *store, al_func *func, const al_value *args, uint32_t nargs,
              al_value *results, uint32_t nresults, al_error *err);
 
+
+/* ==== running code under a policy ==========================================
+ * One policy in, one result out, for every isolation backend. Everything is
+ * denied unless the policy grants it: no directories, no environment, empty
+ * stdin, no network. */
+
+typedef enum al_isolation {
+    AL_ISOLATION_WASM = 0, /* the WebAssembly engine + WASI preview1 host */
+    AL_ISOLATION_NATIVE,   /* (planned) namespaces + seccomp + Landlock */
+    AL_ISOLATION_GVISOR,   /* (planned) runsc */
+} al_isolation;
+
+typedef struct al_dir_grant {
+    const char *host_path;  /* canonicalised when granted; the result reports it */
+    const char *guest_path; /* absolute path inside the sandbox */
+    bool read_only;
+} al_dir_grant;
+
+typedef struct al_policy {
+    al_isolation isolation;
+    const char *const *argv;      /* argv[0] is the program name shown to the guest */
+    size_t argc;
+    const char *const *env;       /* "KEY=VALUE"; the host environment is never inherited */
+    size_t nenv;
+    const al_dir_grant *dirs;
+    size_t ndirs;
+    const uint8_t *stdin_data;    /* NULL: empty stdin */
+    size_t stdin_len;
+    uint64_t fuel;                /* instruction budget; 0 = unmetered */
+    uint64_t timeout_ms;          /* wall clock; 0 = none */
+    uint64_t max_memory_bytes;    /* per linear memory (default 256 MiB) */
+    bool trap_on_memory_limit;    /* memory.grow past the limit traps instead of returning -1 */
+    uint32_t max_table_elements;  /* default 10000 */
+    uint32_t max_tables, max_memories, max_instances;
+    size_t max_module_bytes;      /* default 50 MiB */
+    size_t stdout_cap, stderr_cap;/* default 1 MiB each; output past it is dropped */
+} al_policy;
+
+/* Fill with the defaults above (zero trust: nothing granted). */
+void al_policy_init(al_policy *policy);
+
+typedef enum al_status {
+    AL_STATUS_OK = 0,            /* returned normally (or exit code 0) */
+    AL_STATUS_EXIT,              /* exited with a non-zero code */
+    AL_STATUS_TRAP,              /* trapped (see trap) */
+    AL_STATUS_FUEL_EXHAUSTED,
+    AL_STATUS_TIMEOUT,
+    AL_STATUS_MEMORY_LIMIT,      /* refused at instantiation or trapped growing memory */
+    AL_STATUS_OUTPUT_TRUNCATED,  /* otherwise OK, but output was dropped at a cap */
+    AL_STATUS_INVALID_MODULE,    /* malformed, invalid, too large or not wasm */
+    AL_STATUS_ERROR,             /* anything else: bad policy, link error, host failure */
+} al_status;
+
+const char *al_status_name(al_status status); /* "ok", "exit", "trap", ... */
+
+typedef struct al_result {
+    al_status status;
+    int exit_code;                /* the guest's exit code (0 when it returned normally) */
+    al_trap_kind trap;            /* when status is TRAP (or the trap behind another status) */
+    uint64_t fuel_used;
+    uint64_t wall_ns;
+    uint64_t peak_memory_bytes;   /* linear memory size at the end (memories only grow) */
+    uint8_t *stdout_data;         /* owned by the result; NUL-terminated for convenience */
+    size_t stdout_len;
+    bool stdout_truncated;
+    uint8_t *stderr_data;
+    size_t stderr_len;
+    bool stderr_truncated;
+    al_error error;               /* details: trap location/backtrace, decode error, ... */
+} al_result;
+
+/* Run a WASI command module (its _start) under the policy. Returns false only
+ * when no result could be produced at all (result->error says why); every
+ * guest outcome, including traps and timeouts, is a true return. */
+bool al_run_wasm(const al_policy *policy, const uint8_t *module, size_t len, al_result *result);
+void al_result_free(al_result *result);
+
 #ifdef __cplusplus
 }
 #endif

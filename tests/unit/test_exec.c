@@ -317,6 +317,53 @@ static void test_fuel_shared_across_reentry(void **state) {
     assert_int_equal(al_store_fuel(fx->store), 1000 - 5 - 4);
 }
 
+static void test_trap_on_memory_limit_mode(void **state) {
+    al_limits limits = al_limits_default();
+    limits.max_memory_bytes = 65536;
+    limits.trap_on_memory_limit = true;
+    setup_with(state, &limits);
+    fixture *fx = *state;
+    al_value res;
+    al_error err;
+    assert_false(call1(fx, "grow", al_i32(1), &res, &err));
+    assert_int_equal(err.trap, AL_TRAP_MEMORY_LIMIT);
+    assert_true(al_store_memory_limit_hit(fx->store));
+    teardown(state);
+}
+
+static void test_declared_minimum_over_limit_is_refused(void **state) {
+    al_limits limits = al_limits_default();
+    limits.max_memory_bytes = 32768; /* the module declares one 64 KiB page */
+    fixture fx = {0};
+    al_error err;
+    fx.store = al_store_new(&limits);
+    fx.module = al_module_new(exec_wasm, sizeof exec_wasm, &err);
+    fx.imports = al_imports_new();
+    static const uint8_t i32x2[] = {AL_I32, AL_I32}, i32[] = {AL_I32};
+    define_host(&fx, "add", host_add, i32x2, 2, i32, 1);
+    define_host(&fx, "fail", host_fail, NULL, 0, NULL, 0);
+    define_host(&fx, "reenter", host_reenter, i32, 1, i32, 1);
+    define_host(&fx, "bounce", host_bounce, i32, 1, i32, 1);
+    assert_null(al_instantiate(fx.store, fx.module, fx.imports, &err));
+    assert_int_equal(err.kind, AL_ERR_LIMIT);
+    assert_non_null(strstr(err.message, "minimum"));
+    al_imports_free(fx.imports);
+    al_module_free(fx.module);
+    al_store_free(fx.store);
+}
+
+static void test_instance_count_limit(void **state) {
+    al_limits limits = al_limits_default();
+    limits.max_instances = 1;
+    setup_with(state, &limits);
+    fixture *fx = *state;
+    al_error err;
+    assert_null(al_instantiate(fx->store, fx->module, fx->imports, &err));
+    assert_int_equal(err.kind, AL_ERR_LIMIT);
+    assert_non_null(strstr(err.message, "instances"));
+    teardown(state);
+}
+
 static void *raise_interrupt(void *store) {
     struct timespec ts = {0, 50 * 1000 * 1000};
     nanosleep(&ts, NULL);
@@ -358,6 +405,9 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_interrupt_from_another_thread, setup, teardown),
         cmocka_unit_test_setup_teardown(test_module_freed_while_instance_lives, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fuel_counts_instructions, setup, teardown),
+        cmocka_unit_test(test_trap_on_memory_limit_mode),
+        cmocka_unit_test(test_declared_minimum_over_limit_is_refused),
+        cmocka_unit_test(test_instance_count_limit),
         cmocka_unit_test_setup_teardown(test_fuel_exhaustion_stops_a_loop, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fuel_shared_across_reentry, setup, teardown),
     };
