@@ -359,6 +359,7 @@ op_TABLE_FILL: {
         slot_t v = fp[ip[3]];
         if ((uint64_t)i + n > t->size) TRAP(AL_TRAP_TABLE_OOB);
         fuel -= n;
+        if (fuel < 0) TRAP(AL_TRAP_FUEL_EXHAUSTED); /* refuse work the budget cannot pay */
         for (uint32_t k = 0; k < n; k++) t->elems[i + k] = v;
         NEXT(5);
     }
@@ -367,14 +368,16 @@ op_TABLE_COPY: {
         uint32_t d = (uint32_t)fp[ip[3]], s = (uint32_t)fp[ip[4]], n = (uint32_t)fp[ip[5]];
         if ((uint64_t)s + n > ts->size || (uint64_t)d + n > td->size) TRAP(AL_TRAP_TABLE_OOB);
         fuel -= n;
+        if (fuel < 0) TRAP(AL_TRAP_FUEL_EXHAUSTED);
         if (n) memmove(td->elems + d, ts->elems + s, (size_t)n * sizeof(slot_t));
         NEXT(6);
     }
 op_TABLE_INIT:
+    fuel -= (uint32_t)fp[ip[5]];
+    if (fuel < 0) TRAP(AL_TRAP_FUEL_EXHAUSTED);
     if (!table_init(inst, (uint32_t)ip[1], (uint32_t)ip[2], (uint32_t)fp[ip[3]],
                     (uint32_t)fp[ip[4]], (uint32_t)fp[ip[5]]))
         TRAP(AL_TRAP_TABLE_OOB);
-    fuel -= (uint32_t)fp[ip[5]];
     NEXT(6);
 op_ELEM_DROP: inst->elem_dropped[ip[1]] = true; NEXT(2);
 op_REF_FUNC: fp[ip[1]] = (uintptr_t)inst->funcs[ip[2]]; NEXT(3);
@@ -392,16 +395,18 @@ op_MEMORY_GROW: {
         NEXT(3);
     }
 op_MEMORY_INIT:
+    fuel -= (uint32_t)fp[ip[4]]; /* bulk operations cost one unit per byte */
+    if (fuel < 0) TRAP(AL_TRAP_FUEL_EXHAUSTED);
     if (!memory_init(inst, (uint32_t)ip[1], (uint32_t)fp[ip[2]], (uint32_t)fp[ip[3]],
                      (uint32_t)fp[ip[4]]))
         TRAP(AL_TRAP_MEMORY_OOB);
-    fuel -= (uint32_t)fp[ip[4]]; /* bulk operations cost one unit per byte */
     NEXT(5);
 op_DATA_DROP: inst->data_dropped[ip[1]] = true; NEXT(2);
 op_MEMORY_COPY: {
         uint32_t d = (uint32_t)fp[ip[1]], s = (uint32_t)fp[ip[2]], n = (uint32_t)fp[ip[3]];
         if ((uint64_t)s + n > mem_size || (uint64_t)d + n > mem_size) TRAP(AL_TRAP_MEMORY_OOB);
         fuel -= n;
+        if (fuel < 0) TRAP(AL_TRAP_FUEL_EXHAUSTED);
         if (n) memmove(mem + d, mem + s, n);
         NEXT(4);
     }
@@ -409,6 +414,7 @@ op_MEMORY_FILL: {
         uint32_t d = (uint32_t)fp[ip[1]], n = (uint32_t)fp[ip[3]];
         if ((uint64_t)d + n > mem_size) TRAP(AL_TRAP_MEMORY_OOB);
         fuel -= n;
+        if (fuel < 0) TRAP(AL_TRAP_FUEL_EXHAUSTED);
         if (n) memset(mem + d, (int)(uint8_t)fp[ip[2]], n);
         NEXT(4);
     }

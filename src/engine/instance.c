@@ -19,8 +19,9 @@
  *    imported tables/memories before a failing segment or start stay there
  *    (spec 2.0 semantics); they refer to a fully allocated instance because
  *    segments only run once allocation is complete;
- *  - the module must outlive the instance: defined functions point at its
- *    compiled code and types, exports are looked up in module->exports.
+ *  - the instance holds a reference on its module (released when the store
+ *    frees the instance): defined functions point at its compiled code and
+ *    types, exports are looked up in module->exports.
  *
  * An import set maps (module, name) -> extern. Names are kept with explicit
  * lengths because names copied from exports may contain NUL bytes. It is an

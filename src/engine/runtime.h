@@ -96,7 +96,6 @@ struct al_store {
     bool fuel_enabled;        /* al_store_set_fuel was called */
     uint64_t fuel;            /* remaining budget while fuel_enabled */
     struct exec_stack *stack; /* created on first call */
-    uint32_t depth;           /* guest frames currently live, across re-entry */
     uint32_t *sig_index;      /* store.c: hash of sig ids (id + 1, 0 = empty) */
     uint32_t sig_index_cap;   /* power of two, at least twice nsigs */
 };

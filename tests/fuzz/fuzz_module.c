@@ -11,7 +11,8 @@
  * engine's ownership rules on every path, including traps.
  *
  * Bounding run time: guest code may loop forever (in a start function or an
- * export), and the API has no fuel. A watchdog thread calls
+ * export). Every store gets a fuel budget (deterministic: the same input
+ * always stops at the same instruction); as a second line, a watchdog thread calls
  * al_store_interrupt() when the current instantiation or call has run for
  * WATCHDOG_MS; the engine checks the flag at loop headers and calls, so the
  * guest traps with AL_TRAP_INTERRUPTED. arm()/disarm() hand the store to the
@@ -235,6 +236,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     limits.max_memory_bytes = 16u << 20;
     limits.max_table_elements = 10000;
     al_store *store = al_store_new(&limits);
+    if (store) al_store_set_fuel(store, 2000000);
     if (store == NULL) {
         al_module_free(module);
         return 0;

@@ -307,6 +307,18 @@ static void test_fuel_exhaustion_stops_a_loop(void **state) {
     assert_int_equal(err.trap, AL_TRAP_FUEL_EXHAUSTED);
 }
 
+static void test_fuel_bulk_refused_before_it_runs(void **state) {
+    fixture *fx = *state;
+    al_error err;
+    al_store_set_fuel(fx->store, 1000);
+    al_value n = al_i32(5000);
+    assert_false(al_call(fx->store, export_func(fx, "fill"), &n, 1, NULL, 0, &err));
+    assert_int_equal(err.trap, AL_TRAP_FUEL_EXHAUSTED);
+    al_extern mem;
+    assert_true(al_instance_export(fx->instance, "memory", &mem));
+    assert_int_equal(al_memory_data(mem.of.memory)[0], 0); /* nothing was filled */
+}
+
 static void test_fuel_shared_across_reentry(void **state) {
     fixture *fx = *state;
     al_value res;
@@ -410,6 +422,7 @@ int main(void) {
         cmocka_unit_test(test_instance_count_limit),
         cmocka_unit_test_setup_teardown(test_fuel_exhaustion_stops_a_loop, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fuel_shared_across_reentry, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fuel_bulk_refused_before_it_runs, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
