@@ -247,8 +247,9 @@ enter: {
             TRAP(AL_TRAP_STACK_EXHAUSTED);
         CHECK_POINT();
         st->frames[st->nframes++] = (frame_rec){ret_ip, fp, inst, fn};
-        memset(new_fp + cf->nparams, 0, (size_t)cf->nlocals * sizeof(slot_t));
-        if (cf->nconsts) memcpy(new_fp + cf->const_base, cf->consts, (size_t)cf->nconsts * sizeof(slot_t));
+        /* Usually a handful of slots: plain loops beat library calls here. */
+        for (slot_t *p = new_fp + cf->nparams, *e = p + cf->nlocals; p < e; p++) *p = 0;
+        for (uint32_t k = 0; k < cf->nconsts; k++) new_fp[cf->const_base + k] = cf->consts[k];
         fp = new_fp;
         fn = cf;
         if (callee->instance != inst) {
