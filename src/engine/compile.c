@@ -1153,8 +1153,15 @@ static struct compiled_func *compile_function(const al_module *m, uint32_t defin
     memcpy(c.local_types + c.type->nparams, fn->local_types, fn->nlocals);
     c.r = (wasm_reader){m->bytes, m->bytes + fn->body_offset,
                         m->bytes + fn->body_offset + fn->body_size, NULL};
-    if (!collect_constants(&c, c.r)) goto done;
-    c.stack_base = c.nlocal_slots + c.consts.count;
+    /* Const slots sit below the operand stack, so their number must be known
+     * first: the decoder's count of constant instructions bounds it. When that
+     * bound is large (many repeats), an exact pre-scan keeps frames small. */
+    uint32_t const_area = fn->nconst_instrs;
+    if (const_area > 256) {
+        if (!collect_constants(&c, c.r)) goto done;
+        const_area = c.consts.count;
+    }
+    c.stack_base = c.nlocal_slots + const_area;
     if (!push_ctrl(&c, CTRL_FUNC, NULL, 0, c.type->results, c.type->nresults)) goto done;
     wasm_instr in;
     while (c.nctrls > 0 && !c.failed) {

@@ -541,14 +541,17 @@ static bool decode_locals(decoder *d, wasm_reader *r, wasm_func *f) {
  * This also rejects unknown opcodes and bad immediates up front, and notes
  * uses of memory.init/data.drop for the data count rule (finish_module).
  */
-static bool scan_body(decoder *d, wasm_reader *r) {
+static bool scan_body(decoder *d, wasm_reader *r, wasm_func *f) {
     uint64_t depth = 1; /* the function's own block */
+    f->nconst_instrs = 0;
     while (depth > 0) {
         if (rd_eof(r)) return fail_at(d, rd_offset(r), "END opcode expected");
         wasm_instr in;
         if (!rd_instr(r, &in)) return fail_rd(d, r);
         if (is_block_start(in.op)) depth++;
         else if (in.op == OP_END) depth--;
+        else if ((in.op >= 0x41 && in.op <= 0x44) || in.op == 0xD0)
+            f->nconst_instrs++; /* lets compile.c size the const area without a rescan */
         else if (wasm_op_uses_data_index(in.op) && !d->uses_data_index) {
             d->uses_data_index = true;
             d->data_index_at = in.offset;
@@ -568,7 +571,7 @@ static bool read_code_entry(decoder *d, wasm_reader *r, wasm_func *f) {
     r->p += size;
     if (!decode_locals(d, &body, f)) return false;
     f->body_offset = rd_offset(&body);
-    if (!scan_body(d, &body)) return false;
+    if (!scan_body(d, &body, f)) return false;
     f->body_size = rd_offset(&body) - f->body_offset;
     return true;
 }

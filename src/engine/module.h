@@ -130,6 +130,7 @@ typedef struct wasm_func {
     uint8_t *local_types; /* nlocals entries */
     uint32_t body_offset; /* first instruction byte (after the locals) in module->bytes */
     uint32_t body_size;   /* bytes up to and including the final `end` */
+    uint32_t nconst_instrs; /* constant-pushing instructions in the body (decoder's count) */
     struct compiled_func *code; /* set by compile.c */
 } wasm_func;
 
