@@ -3,14 +3,17 @@
  *
  * The CLI is a thin shell over airlock.h (the only engine header it may
  * include): main.c dispatches to one function per subcommand, each in its own
- * file (run.c, validate.c); load.c reads a module file from disk and turns
- * al_error values into one-line messages.
+ * file (run.c, validate.c; `run` also has run_wasi.c, units.c and json_out.c,
+ * sharing run.h); load.c reads a module file from disk and turns al_error
+ * values into one-line messages.
  *
  * Exit codes, for every subcommand:
  *   0  success
  *   1  the module or the run failed: unreadable file, malformed/invalid
  *      module, link error, trap, engine error
  *   2  usage error: unknown command or option, bad --invoke arguments
+ * `airlock run` of a WASI command (no --invoke) passes the guest's exit code
+ * through and adds 65/70/71/72/73 for its other outcomes (run.h).
  */
 #ifndef AIRLOCK_CLI_H
 #define AIRLOCK_CLI_H

@@ -15,17 +15,23 @@ static const char usage_text[] =
     "Run untrusted WebAssembly with zero trust by default.\n"
     "\n"
     "commands:\n"
-    "  run MODULE.wasm [--invoke NAME [ARGS...]]\n"
+    "  run [OPTIONS] MODULE.wasm [-- ARGS...]\n"
+    "                     run MODULE as a WASI command under a zero-trust\n"
+    "                     policy: --dir, --env, --stdin, --fuel, --timeout,\n"
+    "                     --memory, --json (see `airlock run --help`)\n"
+    "  run MODULE.wasm --invoke NAME [ARGS...]\n"
     "                     instantiate MODULE with no imports and call the\n"
-    "                     export NAME (default: _start) with ARGS, printing\n"
-    "                     each result on its own line\n"
+    "                     export NAME with ARGS, printing each result on its\n"
+    "                     own line\n"
     "  validate MODULE.wasm\n"
     "                     decode and validate MODULE; print \"ok\" or the error\n"
     "  version            print the version\n"
     "  help               print this help\n"
     "\n"
     "Run `airlock <command> --help` for a command's details.\n"
-    "exit status: 0 ok, 1 module error or trap, 2 usage error\n";
+    "exit status: 0 ok, 1 module error or trap, 2 usage error; `airlock run`\n"
+    "of a WASI command exits with the guest's code, or 65 invalid module,\n"
+    "70 trap, 71 fuel exhausted, 72 timeout, 73 memory limit\n";
 
 static void print_version(void) {
     printf("airlock %s (WebAssembly 2.0 engine)\n", AIRLOCK_VERSION);

@@ -1,9 +1,12 @@
 /*
- * run.c — `airlock run MODULE.wasm [--invoke NAME [ARGS...]]`.
+ * run.c — `airlock run`: the command line, and the engine-level mode.
  *
- * Reads the module, instantiates it in a fresh store with default limits and
- * no imports, calls one exported function (NAME, or "_start" without
- * --invoke) and prints each result on its own line:
+ *   airlock run [OPTIONS] MODULE.wasm [-- ARGS...]
+ *       run MODULE as a WASI command under a policy (run_wasi.c);
+ *   airlock run MODULE.wasm --invoke NAME [ARGS...]
+ *       the engine-level mode, here: instantiate MODULE in a fresh store with
+ *       default limits and no imports, call one exported function and print
+ *       each result on its own line:
  *   i32, i64   signed decimal
  *   f32        "%.9g"  (9 significant digits: enough to round-trip any f32)
  *   f64        "%.17g" (17 significant digits: enough to round-trip any f64)
@@ -11,12 +14,19 @@
  *              "inf" / "-inf"
  *   funcref, externref   "null" or "ref"
  *
- * ARGS come from the command line and are parsed strictly against the
- * function's parameter types: a wrong count, trailing junk or an out-of-range
- * value is a usage error (exit 2) and the function is not called. Integers
- * are decimal and may be given signed or unsigned (an i32 accepts
- * -2147483648..4294967295, so 4294967295 and -1 are the same bits); floats are
- * decimal (with optional exponent) or nan, inf, -inf.
+ * ARGS of --invoke come from the command line and are parsed strictly against
+ * the function's parameter types: a wrong count, trailing junk or an
+ * out-of-range value is a usage error (exit 2) and the function is not
+ * called. Integers are decimal and may be given signed or unsigned (an i32
+ * accepts -2147483648..4294967295, so 4294967295 and -1 are the same bits);
+ * floats are decimal (with optional exponent) or nan, inf, -inf.
+ *
+ * Command line: options are recognised anywhere before "--" (so --invoke may
+ * follow MODULE, as it always could); only the exact option spellings are
+ * options, so words like "-5" or "-nan" are arguments. Every usage error is
+ * one line on stderr and exit status 2, before any file is touched. The WASI
+ * options cannot be combined with --invoke, and without --invoke the guest's
+ * arguments must follow "--" (a stray word is a usage error, not a guess).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -26,30 +36,67 @@
 #include <string.h>
 #include <strings.h>
 
-#include "cli.h"
+#include "run.h"
 
 static const char run_usage[] =
-    "usage: airlock run MODULE.wasm [--invoke NAME [ARGS...]]\n"
+    "usage: airlock run [OPTIONS] MODULE.wasm [-- ARGS...]\n"
+    "       airlock run MODULE.wasm --invoke NAME [ARGS...]\n"
     "\n"
-    "Instantiate MODULE (with no imports) and call its exported function NAME,\n"
-    "or \"_start\" when --invoke is not given. --invoke may come before or after\n"
-    "MODULE; use --invoke=NAME for names that start with '-'.\n"
+    "Run MODULE as a WASI command: its \"_start\" is called with the\n"
+    "wasi_snapshot_preview1 imports and nothing else. Zero trust: the guest gets\n"
+    "no files, no environment, no network and an empty stdin unless an option\n"
+    "below grants them. Its stdout and stderr are captured (1 MiB each; the rest\n"
+    "is dropped) and written to airlock's own stdout and stderr when it ends.\n"
+    "ARGS after \"--\" are the guest's arguments; its argv[0] is MODULE's file name.\n"
     "\n"
-    "ARGS are parsed by the function's parameter types:\n"
+    "options (before \"--\"; --NAME=VALUE works too):\n"
+    "  --dir HOST[:GUEST][:ro|:rw]\n"
+    "                 let the guest use the host directory HOST as GUEST, an\n"
+    "                 absolute path (default: HOST's canonical path). Read-only\n"
+    "                 unless \":rw\" is given. \"HOST::rw\" keeps the default GUEST;\n"
+    "                 HOST may contain ':' only when GUEST is given. Repeatable.\n"
+    "  --env KEY=VALUE\n"
+    "                 set an environment variable (repeatable; the last KEY\n"
+    "                 wins). airlock's own environment is never passed on.\n"
+    "  --stdin FILE   the guest reads FILE as its stdin (\"-\": airlock's own\n"
+    "                 stdin; at most 64 MiB). Default: empty.\n"
+    "  --fuel N       stop the guest after about N wasm instructions (bulk\n"
+    "                 memory operations: one per byte). Default: unmetered.\n"
+    "  --timeout T    stop the guest after T of wall-clock time: 500ms, 30s, 2m,\n"
+    "                 1h; a plain number is seconds. Default: none.\n"
+    "  --memory SIZE  the most each linear memory may grow to, 64K..4G: 64K, 16M,\n"
+    "                 1G (binary units); a plain number is bytes. Default: 256M.\n"
+    "                 memory.grow past it returns -1, as if memory were full.\n"
+    "  --trap-on-memory-limit\n"
+    "                 memory.grow past --memory stops the guest instead\n"
+    "  --json         print one JSON object on stdout instead of the guest's\n"
+    "                 output: status, exit_code, trap, trap_location (with\n"
+    "                 backtrace), fuel_used, wall_ms, peak_memory_bytes, stdout,\n"
+    "                 stdout_truncated, stderr, stderr_truncated, dirs (canonical\n"
+    "                 host paths), error. Output bytes that are not UTF-8 become\n"
+    "                 U+FFFD. Nothing is printed on stderr.\n"
+    "\n"
+    "exit status:\n"
+    "  0..255  the guest's exit code (0 when _start returns); also when output\n"
+    "          was cut at its cap, with a warning on stderr\n"
+    "  1       error: unreadable file, bad --dir, link error (an import that is\n"
+    "          not WASI), no _start\n"
+    "  2       usage error\n"
+    "  65      invalid module: not wasm, malformed, invalid, or over 50 MiB\n"
+    "  70      trap          71  fuel exhausted\n"
+    "  72      timeout       73  memory limit\n"
+    "A guest exit code equal to one of these is told apart only by --json.\n"
+    "\n"
+    "--invoke NAME [ARGS...]: the engine-level mode. Instantiate MODULE with no\n"
+    "imports and call its exported function NAME with ARGS, which may come before\n"
+    "or after MODULE; use --invoke=NAME for names that start with '-'. ARGS are\n"
+    "parsed by the function's parameter types:\n"
     "  i32, i64   decimal integer, signed or unsigned (e.g. -1, 4294967295)\n"
     "  f32, f64   decimal number (e.g. 1.5, -2e-3), nan, -nan, inf, -inf\n"
     "  externref  null, or a non-zero decimal token\n"
     "  funcref    null\n"
     "Each result is printed on its own line (f32 as %.9g, f64 as %.17g).\n"
-    "\n"
     "exit status: 0 ok, 1 module error or trap, 2 usage or argument error\n";
-
-typedef struct run_options {
-    const char *path;
-    const char *invoke; /* NULL: _start */
-    int nargs;
-    char **args;
-} run_options;
 
 /* ---- argument parsing ----------------------------------------------------- */
 
@@ -295,19 +342,181 @@ static void print_value(const al_value *v) {
 
 /* ---- command line ---------------------------------------------------------- */
 
-/* Options are recognised anywhere; every other word is MODULE (the first) or
- * an argument. Words like "-5", "-inf" or "-nan" are arguments, so only the
- * exact option spellings below are taken as options. */
+/* The options, by their exact spelling. */
+typedef enum run_opt_id {
+    OPT_INVOKE, OPT_DIR, OPT_ENV, OPT_FUEL, OPT_TIMEOUT, OPT_MEMORY, OPT_STDIN, OPT_JSON,
+    OPT_TRAP_ON_MEMORY_LIMIT,
+} run_opt_id;
+
+static const struct run_opt {
+    const char *name;
+    run_opt_id id;
+    bool takes_value;
+} run_opts[] = {
+    {"--invoke", OPT_INVOKE, true},   {"--dir", OPT_DIR, true},
+    {"--env", OPT_ENV, true},         {"--fuel", OPT_FUEL, true},
+    {"--timeout", OPT_TIMEOUT, true}, {"--memory", OPT_MEMORY, true},
+    {"--stdin", OPT_STDIN, true},     {"--json", OPT_JSON, false},
+    {"--trap-on-memory-limit", OPT_TRAP_ON_MEMORY_LIMIT, false},
+};
+
+/* The option spelled by a ("--name" or "--name=value"), or NULL. */
+static const struct run_opt *find_option(const char *a, const char **inline_value) {
+    for (size_t i = 0; i < sizeof run_opts / sizeof *run_opts; i++) {
+        size_t n = strlen(run_opts[i].name);
+        if (strncmp(a, run_opts[i].name, n) != 0) continue;
+        if (a[n] == '\0') {
+            *inline_value = NULL;
+            return &run_opts[i];
+        }
+        if (a[n] == '=') {
+            *inline_value = a + n + 1;
+            return &run_opts[i];
+        }
+    }
+    return NULL;
+}
+
+static void run_options_free(run_options *opt) {
+    for (size_t i = 0; i < opt->ndirs; i++) free(opt->dirs[i].spec_copy);
+    free(opt->dirs);
+    free(opt->env);
+    free(opt->args);
+}
+
+static int usage_error(const char *name, const char *value, const char *why) {
+    if (value)
+        fprintf(stderr, "airlock run: %s '%s': %s\n", name, value, why);
+    else
+        fprintf(stderr, "airlock run: %s: %s\n", name, why);
+    return CLI_USAGE;
+}
+
+/* --env KEY=VALUE: a later entry for the same KEY replaces the earlier one. */
+static void add_env(run_options *opt, const char *entry) {
+    size_t keylen = (size_t)(strchr(entry, '=') - entry) + 1; /* with the '=' */
+    for (size_t i = 0; i < opt->nenv; i++) {
+        if (!strncmp(opt->env[i], entry, keylen)) {
+            opt->env[i] = entry;
+            return;
+        }
+    }
+    opt->env[opt->nenv++] = entry;
+}
+
+/* A scalar option may be given once: a second value is more likely a mistake
+ * (two scripts' flags concatenated) than a wish to override. */
+static int once(bool already, const char *name) {
+    if (!already) return CLI_OK;
+    fprintf(stderr, "airlock run: %s given twice\n", name);
+    return CLI_USAGE;
+}
+
+/* Apply one option and its value; CLI_OK or CLI_USAGE (message printed). */
+static int apply_option(run_options *opt, const struct run_opt *o, const char *v) {
+    const char *why = NULL;
+    if (o->id != OPT_INVOKE && !opt->wasi_option) opt->wasi_option = o->name;
+    switch (o->id) {
+    case OPT_INVOKE:
+        if (once(opt->invoke != NULL, o->name)) return CLI_USAGE;
+        opt->invoke = v;
+        return CLI_OK;
+    case OPT_DIR:
+        if (!cli_parse_dir(v, &opt->dirs[opt->ndirs], &why)) return usage_error(o->name, v, why);
+        opt->ndirs++;
+        return CLI_OK;
+    case OPT_ENV:
+        if (!cli_parse_env(v, &why)) return usage_error(o->name, v, why);
+        add_env(opt, v);
+        return CLI_OK;
+    case OPT_FUEL:
+        if (once(opt->fuel != 0, o->name)) return CLI_USAGE;
+        return cli_parse_count(v, &opt->fuel, &why) ? CLI_OK : usage_error(o->name, v, why);
+    case OPT_TIMEOUT:
+        if (once(opt->timeout_ms != 0, o->name)) return CLI_USAGE;
+        return cli_parse_duration_ms(v, &opt->timeout_ms, &why) ? CLI_OK
+                                                                : usage_error(o->name, v, why);
+    case OPT_MEMORY:
+        if (once(opt->memory_bytes != 0, o->name)) return CLI_USAGE;
+        return cli_parse_size(v, &opt->memory_bytes, &why) ? CLI_OK : usage_error(o->name, v, why);
+    case OPT_STDIN:
+        if (once(opt->stdin_path != NULL, o->name)) return CLI_USAGE;
+        if (!v[0]) return usage_error(o->name, v, "empty file name");
+        opt->stdin_path = v;
+        return CLI_OK;
+    case OPT_JSON:
+        opt->json = true;
+        return CLI_OK;
+    case OPT_TRAP_ON_MEMORY_LIMIT:
+        opt->trap_on_memory_limit = true;
+        return CLI_OK;
+    }
+    return CLI_USAGE;
+}
+
+/* One word before "--" that starts with "--": an option, with its value from
+ * "=VALUE" or the next word. *i is advanced past a consumed value. */
+static int parse_one_option(int argc, char **argv, int *i, run_options *opt) {
+    const char *a = argv[*i];
+    const char *value = NULL;
+    const struct run_opt *o = find_option(a, &value);
+    if (!o) {
+        fprintf(stderr, "airlock run: unknown option '%s' (see 'airlock run --help')\n", a);
+        return CLI_USAGE;
+    }
+    if (!o->takes_value && value)
+        return usage_error(o->name, NULL, "takes no value");
+    if (o->takes_value && !value) {
+        if (*i + 1 >= argc) {
+            if (o->id == OPT_INVOKE) {
+                fputs("airlock run: --invoke needs a function name\n", stderr);
+                return CLI_USAGE;
+            }
+            return usage_error(o->name, NULL, "needs a value");
+        }
+        value = argv[++*i];
+    }
+    return apply_option(opt, o, value);
+}
+
+/* After the whole line is read: the modes' rules. */
+static int check_mode(const run_options *opt, const char *first_loose) {
+    if (!opt->path) {
+        fputs("airlock run: missing MODULE.wasm (usage: airlock run [OPTIONS] MODULE.wasm "
+              "[-- ARGS...]; see 'airlock run --help')\n",
+              stderr);
+        return CLI_USAGE;
+    }
+    if (opt->invoke && opt->wasi_option) {
+        fprintf(stderr,
+                "airlock run: %s cannot be used with --invoke, which calls one function "
+                "with no imports\n",
+                opt->wasi_option);
+        return CLI_USAGE;
+    }
+    if (!opt->invoke && first_loose) {
+        fprintf(stderr,
+                "airlock run: unexpected argument '%s' (the guest's arguments go after '--')\n",
+                first_loose);
+        return CLI_USAGE;
+    }
+    return CLI_OK;
+}
+
+/* Returns CLI_OK, CLI_USAGE, CLI_FAIL (out of memory) or -1 after --help.
+ * Every word that is not an option is MODULE (the first) or an argument. */
 static int parse_options(int argc, char **argv, run_options *opt) {
     memset(opt, 0, sizeof *opt);
-    /* Arguments are collected in place: argv[i] is moved down to argv[nargs]
-     * of a scratch array; at most argc - 1 of them. */
+    /* Each array holds at most one entry per word of the command line. */
     opt->args = calloc((size_t)argc, sizeof *opt->args);
-    if (!opt->args) {
+    opt->env = calloc((size_t)argc, sizeof *opt->env);
+    opt->dirs = calloc((size_t)argc, sizeof *opt->dirs);
+    if (!opt->args || !opt->env || !opt->dirs) {
         fputs("airlock: out of memory\n", stderr);
         return CLI_FAIL;
     }
     bool options_done = false;
+    const char *first_loose = NULL; /* first argument given before "--" */
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!options_done) {
@@ -319,38 +528,20 @@ static int parse_options(int argc, char **argv, run_options *opt) {
                 options_done = true;
                 continue;
             }
-            if (!strcmp(a, "--invoke") || !strncmp(a, "--invoke=", 9)) {
-                const char *name = a[8] == '=' ? a + 9 : NULL;
-                if (!name) {
-                    if (i + 1 >= argc) {
-                        fputs("airlock run: --invoke needs a function name\n", stderr);
-                        return CLI_USAGE;
-                    }
-                    name = argv[++i];
-                }
-                if (opt->invoke) {
-                    fputs("airlock run: --invoke given twice\n", stderr);
-                    return CLI_USAGE;
-                }
-                opt->invoke = name;
+            if (a[0] == '-' && a[1] == '-') {
+                int rc = parse_one_option(argc, argv, &i, opt);
+                if (rc != CLI_OK) return rc;
                 continue;
             }
-            if (a[0] == '-' && a[1] == '-') {
-                fprintf(stderr, "airlock run: unknown option '%s'\n", a);
-                fputs(run_usage, stderr);
-                return CLI_USAGE;
-            }
         }
-        if (!opt->path)
+        if (!opt->path) {
             opt->path = a;
-        else
-            opt->args[opt->nargs++] = argv[i];
+            continue;
+        }
+        if (!options_done && !first_loose) first_loose = a;
+        opt->args[opt->nargs++] = argv[i];
     }
-    if (!opt->path) {
-        fputs(run_usage, stderr);
-        return CLI_USAGE;
-    }
-    return CLI_OK;
+    return check_mode(opt, first_loose);
 }
 
 static void list_function_exports(const al_module *module) {
@@ -398,24 +589,18 @@ static bool convert_args(const char *fname, const al_functype *type, const run_o
     return true;
 }
 
-int cli_run(int argc, char **argv) {
-    run_options opt;
-    int rc = parse_options(argc, argv, &opt);
-    if (rc != CLI_OK) {
-        free(opt.args);
-        return rc < 0 ? CLI_OK : rc;
-    }
-    const char *fname = opt.invoke ? opt.invoke : "_start";
-
+/* The engine-level mode: --invoke NAME [ARGS...] with no imports. */
+static int run_invoke(const run_options *opt) {
+    const char *fname = opt->invoke;
     al_module *module = NULL;
     al_store *store = NULL;
     al_imports *imports = NULL;
     al_value *vals = NULL, *results = NULL;
     al_error err;
     memset(&err, 0, sizeof err);
-    rc = CLI_FAIL;
+    int rc = CLI_FAIL;
 
-    module = cli_load_module(opt.path);
+    module = cli_load_module(opt->path);
     if (!module)
         goto out;
     store = al_store_new(NULL);
@@ -426,11 +611,11 @@ int cli_run(int argc, char **argv) {
     }
     al_instance *instance = al_instantiate(store, module, imports, &err);
     if (!instance) {
-        cli_print_error(opt.path, &err);
+        cli_print_error(opt->path, &err);
         uint32_t nimports = al_module_import_count(module);
         if (err.kind == AL_ERR_LINK && nimports > 0)
             fprintf(stderr,
-                    "airlock: note: `airlock run` provides no imports, and this module "
+                    "airlock: note: `airlock run --invoke` provides no imports, and this module "
                     "needs %" PRIu32 "\n",
                     nimports);
         goto out;
@@ -438,13 +623,12 @@ int cli_run(int argc, char **argv) {
 
     al_extern ext;
     if (!al_instance_export(instance, fname, &ext)) {
-        fprintf(stderr, "airlock: %s: no export named '%s'%s\n", opt.path, fname,
-                opt.invoke ? "" : " (use --invoke NAME to call another function)");
+        fprintf(stderr, "airlock: %s: no export named '%s'\n", opt->path, fname);
         list_function_exports(module);
         goto out;
     }
     if (ext.kind != AL_EXTERN_FUNC) {
-        fprintf(stderr, "airlock: %s: export '%s' is not a function\n", opt.path, fname);
+        fprintf(stderr, "airlock: %s: export '%s' is not a function\n", opt->path, fname);
         goto out;
     }
     const al_functype *type = al_func_type(ext.of.func);
@@ -454,13 +638,13 @@ int cli_run(int argc, char **argv) {
         fputs("airlock: out of memory\n", stderr);
         goto out;
     }
-    if (!convert_args(fname, type, &opt, vals)) {
+    if (!convert_args(fname, type, opt, vals)) {
         rc = CLI_USAGE;
         goto out;
     }
 
     if (!al_call(store, ext.of.func, vals, type->nparams, results, type->nresults, &err)) {
-        cli_print_error(err.kind == AL_ERR_TRAP ? NULL : opt.path, &err);
+        cli_print_error(err.kind == AL_ERR_TRAP ? NULL : opt->path, &err);
         goto out;
     }
     for (uint32_t i = 0; i < type->nresults; i++)
@@ -477,6 +661,14 @@ out:
     al_imports_free(imports);
     al_store_free(store); /* frees the instance and everything it made */
     al_module_free(module);
-    free(opt.args);
+    return rc;
+}
+
+int cli_run(int argc, char **argv) {
+    run_options opt;
+    int rc = parse_options(argc, argv, &opt);
+    if (rc == CLI_OK) rc = opt.invoke ? run_invoke(&opt) : cli_run_wasi(&opt);
+    else if (rc < 0) rc = CLI_OK; /* --help */
+    run_options_free(&opt);
     return rc;
 }

@@ -107,7 +107,10 @@ expect "fib 0" 0 "0" "" -- "$A" run "$SAMPLE" --invoke fib 0
 expect "fib 1" 0 "1" "" -- "$A" run "$SAMPLE" --invoke fib 1
 expect "fib 47" 0 "-1323752223" "" -- "$A" run "$SAMPLE" --invoke fib 47
 expect "fib_rec 20" 0 "6765" "" -- "$A" run "$SAMPLE" --invoke fib_rec 20
-expect "_start by default" 0 "6765" "" -- "$A" run "$SAMPLE"
+expect "--invoke _start" 0 "6765" "" -- "$A" run "$SAMPLE" --invoke _start
+# Without --invoke, MODULE runs as a WASI command (tests/cli/test-run-wasi.sh);
+# fib's _start returns a value, so it is not one.
+expect "_start with a result is not a WASI command" 1 "" "_start' takes 0 parameters" -- "$A" run "$SAMPLE"
 expect "validate sample" 0 "ok" "" -- "$A" validate "$SAMPLE"
 
 # ---- argument errors: exit 2, a message, nothing run --------------------------
@@ -123,7 +126,8 @@ expect "float for i32" 2 "" "not a decimal integer" -- "$A" run "$SAMPLE" --invo
 expect "i32 too large" 2 "" "out of range for i32" -- "$A" run "$SAMPLE" --invoke fib 4294967296
 expect "i32 too small" 2 "" "out of range for i32" -- "$A" run "$SAMPLE" --invoke fib -2147483649
 expect "huge integer" 2 "" "i32" -- "$A" run "$SAMPLE" --invoke fib 99999999999999999999999
-expect "args to _start" 2 "" "_start expects 0 arguments, got 1" -- "$A" run "$SAMPLE" 5
+expect "args to _start" 2 "" "_start expects 0 arguments, got 1" -- "$A" run "$SAMPLE" --invoke _start 5
+expect "WASI arguments go after --" 2 "" "unexpected argument '5'" -- "$A" run "$SAMPLE" 5
 
 # ---- integers ----------------------------------------------------------------
 expect "i32 max unsigned wraps" 0 "-1" "" -- "$A" run "$V" --invoke id_i32 4294967295
@@ -214,14 +218,18 @@ if mkfifo "$BUILD_DIR/fifo.wasm" 2>/dev/null; then
 fi
 rm -f "$BUILD_DIR/huge.wasm"
 truncate -s 300M "$BUILD_DIR/huge.wasm"   # sparse: costs no disk
-expect "file over 256 MiB refused" 1 "" "too large" -- "$A" run "$BUILD_DIR/huge.wasm"
+expect "file over 256 MiB refused" 1 "" "too large" -- "$A" run "$BUILD_DIR/huge.wasm" --invoke f
+expect "file over 50 MiB refused (WASI mode)" 65 "" "too large" -- "$A" run "$BUILD_DIR/huge.wasm"
 rm -f "$BUILD_DIR/huge.wasm"
 : >"$BUILD_DIR/empty.wasm"
-expect "empty file" 1 "" "malformed module" -- "$A" run "$BUILD_DIR/empty.wasm"
+expect "empty file" 1 "" "malformed module" -- "$A" run "$BUILD_DIR/empty.wasm" --invoke f
+expect "empty file (WASI mode)" 65 "" "not a wasm module" -- "$A" run "$BUILD_DIR/empty.wasm"
 head -c 4096 /dev/urandom >"$BUILD_DIR/random.wasm"
-expect "random bytes" 1 "" "malformed module" -- "$A" run "$BUILD_DIR/random.wasm"
+expect "random bytes" 1 "" "malformed module" -- "$A" run "$BUILD_DIR/random.wasm" --invoke f
+expect "random bytes (WASI mode)" 65 "" "malformed module" -- "$A" run "$BUILD_DIR/random.wasm"
 printf '\0asm\1\0\0\0\1\377\377\377\377\17' >"$BUILD_DIR/hugesection.wasm"
-expect "section length past the end" 1 "" "malformed module" -- "$A" run "$BUILD_DIR/hugesection.wasm"
+expect "section length past the end" 1 "" "malformed module" -- "$A" run "$BUILD_DIR/hugesection.wasm" --invoke f
+expect "section length past the end (WASI mode)" 65 "" "malformed module" -- "$A" run "$BUILD_DIR/hugesection.wasm"
 size=$(stat -c %s "$SAMPLE")
 for cut in 3 9 15 $((size / 2)) $((size - 1)); do
     head -c "$cut" "$SAMPLE" >"$BUILD_DIR/truncated.wasm"
@@ -233,8 +241,9 @@ expect "validate invalid module" 1 "" "invalid module: " -- "$A" validate "$BUIL
 expect "run invalid module" 1 "" "invalid module: " -- "$A" run "$BUILD_DIR/invalid.wasm" --invoke f
 expect "validate missing file" 1 "" "No such file" -- "$A" validate "$BUILD_DIR/no-such-file.wasm"
 expect "validate needs a module" 2 "" "usage" -- "$A" validate
-expect "link error for imports" 1 "" "link error: .*" -- "$A" run "$BUILD_DIR/needs-import.wasm"
-expect "link error explains" 1 "" "provides no imports" -- "$A" run "$BUILD_DIR/needs-import.wasm"
+expect "link error for imports" 1 "" "link error: .*" -- "$A" run "$BUILD_DIR/needs-import.wasm" --invoke _start
+expect "link error explains" 1 "" "provides no imports" -- "$A" run "$BUILD_DIR/needs-import.wasm" --invoke _start
+expect "link error explains (WASI mode)" 1 "" "provides only wasi_snapshot_preview1" -- "$A" run "$BUILD_DIR/needs-import.wasm"
 expect "validate accepts a module with imports" 0 "ok" "" -- "$A" validate "$BUILD_DIR/needs-import.wasm"
 
 # ---- output errors ----------------------------------------------------------------

@@ -1,0 +1,165 @@
+/*
+ * json_out.c — `airlock run --json`: the al_result as one JSON object.
+ *
+ * Written by hand (output only, no library). Invariants:
+ *  - the output is always valid JSON (RFC 8259) whatever bytes the guest
+ *    wrote: strings are escaped here, numbers are printed from integers (and
+ *    wall_ms from a finite double);
+ *  - string escaping: '"' '\\' and the C0 controls are escaped (\n \r \t \b
+ *    \f, others as \u00XX); well-formed UTF-8 is copied as is; every byte
+ *    that does not begin a well-formed UTF-8 sequence — a stray continuation,
+ *    an overlong form, a surrogate, a code point past U+10FFFF, a sequence
+ *    cut short — is replaced by one U+FFFD per maximal ill-formed subpart
+ *    (the WHATWG/Unicode "best practice"). So binary output is lossy in JSON;
+ *    the plain mode writes the exact bytes.
+ *
+ * Fields (every one is always present):
+ *   status, exit_code, trap (the spec's trap message, or null; null for a
+ *   plain exit), trap_location ({func_index, func_name, code_offset,
+ *   backtrace: [{func_index, func_name, code_offset}...], backtrace_truncated}
+ *   or null), fuel_used, wall_ms, peak_memory_bytes, stdout, stdout_truncated,
+ *   stderr, stderr_truncated, dirs ([{host, guest, read_only}]), error (the
+ *   message, or null when the status is ok, exit or output_truncated).
+ */
+#include <inttypes.h>
+#include <string.h>
+
+#include "run.h"
+
+/* Length of the well-formed UTF-8 sequence at s (1..4), or 0 when ill-formed;
+ * *bad is then the length of the maximal ill-formed subpart (at least 1). */
+static size_t utf8_sequence(const uint8_t *s, size_t avail, size_t *bad) {
+    uint8_t b = s[0];
+    size_t need;
+    uint8_t lo = 0x80, hi = 0xBF; /* allowed range of the second byte */
+    if (b < 0x80) return 1;
+    if (b >= 0xC2 && b <= 0xDF) need = 2;
+    else if (b >= 0xE0 && b <= 0xEF) {
+        need = 3;
+        if (b == 0xE0) lo = 0xA0;      /* no overlongs */
+        else if (b == 0xED) hi = 0x9F; /* no surrogates */
+    } else if (b >= 0xF0 && b <= 0xF4) {
+        need = 4;
+        if (b == 0xF0) lo = 0x90;      /* no overlongs */
+        else if (b == 0xF4) hi = 0x8F; /* nothing past U+10FFFF */
+    } else {
+        *bad = 1;
+        return 0;
+    }
+    size_t i = 1;
+    for (; i < need && i < avail; i++) {
+        uint8_t c = s[i];
+        if (i == 1 ? (c < lo || c > hi) : (c < 0x80 || c > 0xBF)) break;
+    }
+    if (i == need) return need;
+    *bad = i;
+    return 0;
+}
+
+static void put_escaped_ascii(FILE *f, uint8_t c) {
+    switch (c) {
+    case '"': fputs("\\\"", f); return;
+    case '\\': fputs("\\\\", f); return;
+    case '\n': fputs("\\n", f); return;
+    case '\r': fputs("\\r", f); return;
+    case '\t': fputs("\\t", f); return;
+    case '\b': fputs("\\b", f); return;
+    case '\f': fputs("\\f", f); return;
+    }
+    if (c < 0x20) fprintf(f, "\\u%04x", c);
+    else fputc(c, f);
+}
+
+void cli_json_string(FILE *f, const uint8_t *s, size_t len) {
+    fputc('"', f);
+    for (size_t i = 0; s && i < len;) {
+        size_t bad = 0, n = utf8_sequence(s + i, len - i, &bad);
+        if (n == 1) {
+            put_escaped_ascii(f, s[i]);
+        } else if (n > 1) {
+            fwrite(s + i, 1, n, f);
+        } else {
+            fputs("\\ufffd", f);
+            n = bad;
+        }
+        i += n;
+    }
+    fputc('"', f);
+}
+
+static void json_cstr(FILE *f, const char *s) {
+    if (s) cli_json_string(f, (const uint8_t *)s, strlen(s));
+    else fputs("null", f);
+}
+
+/* A fixed char array from the engine, bounded in case it is not terminated. */
+static void json_name(FILE *f, const char *name, size_t cap) {
+    size_t n = strnlen(name, cap);
+    if (n == 0) fputs("null", f);
+    else cli_json_string(f, (const uint8_t *)name, n);
+}
+
+static void json_frame(FILE *f, uint32_t func_index, const char *name, size_t cap,
+                       uint32_t offset) {
+    fprintf(f, "{\"func_index\": %" PRIu32 ", \"func_name\": ", func_index);
+    json_name(f, name, cap);
+    fprintf(f, ", \"code_offset\": %" PRIu32 "}", offset);
+}
+
+static void json_trap_location(FILE *f, const al_error *e) {
+    if (e->kind != AL_ERR_TRAP || e->backtrace_len == 0) {
+        fputs("null", f);
+        return;
+    }
+    fprintf(f, "{\"func_index\": %" PRIu32 ", \"func_name\": ", e->func_index);
+    json_name(f, e->func_name, sizeof e->func_name);
+    fprintf(f, ", \"code_offset\": %" PRIu32 ", \"backtrace\": [", e->code_offset);
+    uint32_t n = e->backtrace_len < AL_BACKTRACE_MAX ? e->backtrace_len : AL_BACKTRACE_MAX;
+    for (uint32_t i = 0; i < n; i++) {
+        const al_frame_info *fr = &e->backtrace[i];
+        fputs(i ? ", " : "", f);
+        json_frame(f, fr->func_index, fr->func_name, sizeof fr->func_name, fr->code_offset);
+    }
+    fprintf(f, "], \"backtrace_truncated\": %s}", e->backtrace_truncated ? "true" : "false");
+}
+
+static void json_dirs(FILE *f, const cli_json_dir *dirs, size_t n) {
+    fputc('[', f);
+    for (size_t i = 0; i < n; i++) {
+        fputs(i ? ", {\"host\": " : "{\"host\": ", f);
+        json_cstr(f, dirs[i].host);
+        fputs(", \"guest\": ", f);
+        json_cstr(f, dirs[i].guest);
+        fprintf(f, ", \"read_only\": %s}", dirs[i].read_only ? "true" : "false");
+    }
+    fputc(']', f);
+}
+
+static bool status_has_error(al_status s) {
+    return s != AL_STATUS_OK && s != AL_STATUS_EXIT && s != AL_STATUS_OUTPUT_TRUNCATED;
+}
+
+void cli_json_write_result(FILE *f, const al_result *r, const cli_json_dir *dirs, size_t ndirs) {
+    fputs("{\"status\": ", f);
+    json_cstr(f, al_status_name(r->status));
+    fprintf(f, ", \"exit_code\": %d, \"trap\": ", r->exit_code);
+    if (r->trap != AL_TRAP_NONE && r->trap != AL_TRAP_EXIT) json_cstr(f, al_trap_message(r->trap));
+    else fputs("null", f);
+    fputs(", \"trap_location\": ", f);
+    json_trap_location(f, &r->error);
+    fprintf(f,
+            ", \"fuel_used\": %" PRIu64 ", \"wall_ms\": %.3f, \"peak_memory_bytes\": %" PRIu64
+            ", \"stdout\": ",
+            r->fuel_used, (double)r->wall_ns / 1e6, r->peak_memory_bytes);
+    cli_json_string(f, r->stdout_data, r->stdout_len);
+    fprintf(f, ", \"stdout_truncated\": %s, \"stderr\": ", r->stdout_truncated ? "true" : "false");
+    cli_json_string(f, r->stderr_data, r->stderr_len);
+    fprintf(f, ", \"stderr_truncated\": %s, \"dirs\": ", r->stderr_truncated ? "true" : "false");
+    json_dirs(f, dirs, ndirs);
+    fputs(", \"error\": ", f);
+    if (status_has_error(r->status))
+        json_name(f, r->error.message, sizeof r->error.message);
+    else
+        fputs("null", f);
+    fputs("}\n", f);
+}

@@ -1,0 +1,86 @@
+/*
+ * run.h — what the files of `airlock run` share (run.c, run_wasi.c,
+ * units.c, json_out.c). Like every CLI file, they see only airlock.h.
+ *
+ * Two modes:
+ *   --invoke NAME [ARGS...]  engine level: instantiate with no imports and
+ *                            call one function (run.c; unchanged behaviour);
+ *   otherwise                a WASI command under a policy (run_wasi.c),
+ *                            through al_run_wasm.
+ *
+ * Exit codes of the WASI mode (documented in `airlock run --help` and the
+ * README); they extend cli.h's 0/1/2.
+ */
+#ifndef AIRLOCK_CLI_RUN_H
+#define AIRLOCK_CLI_RUN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "cli.h"
+
+enum {
+    CLI_EXIT_INVALID_MODULE = 65, /* sysexits EX_DATAERR */
+    CLI_EXIT_TRAP = 70,           /* sysexits EX_SOFTWARE */
+    CLI_EXIT_FUEL = 71,
+    CLI_EXIT_TIMEOUT = 72,
+    CLI_EXIT_MEMORY = 73,
+};
+
+/* Largest --stdin input; the whole of it is held in memory. */
+#define CLI_MAX_STDIN_BYTES ((size_t)64 << 20)
+
+/* One --dir as written: HOST[:GUEST][:ro|:rw]. Pointers borrow from argv or
+ * from the option's own copy (spec_copy, owned). */
+typedef struct run_dir {
+    char *spec_copy;    /* owned: HOST and GUEST point into it */
+    const char *host;   /* as given */
+    const char *guest;  /* NULL: the canonical host path */
+    bool read_only;
+} run_dir;
+
+typedef struct run_options {
+    const char *path;     /* MODULE */
+    const char *invoke;   /* --invoke NAME; NULL: WASI command mode */
+    int nargs;            /* --invoke arguments, or guest arguments after "--" */
+    char **args;          /* owned array of pointers into argv */
+    int loose_args;       /* arguments given before "--" (only --invoke takes those) */
+    /* WASI command mode */
+    run_dir *dirs;        /* owned */
+    size_t ndirs;
+    const char **env;     /* owned array of pointers into argv; later KEY wins */
+    size_t nenv;
+    uint64_t fuel;        /* 0: unmetered */
+    uint64_t timeout_ms;  /* 0: none */
+    uint64_t memory_bytes;/* 0: the policy default */
+    const char *stdin_path;
+    bool json;
+    bool trap_on_memory_limit;
+    const char *wasi_option; /* the first WASI-mode-only option seen, for messages */
+} run_options;
+
+/* run_wasi.c: run opt->path as a WASI command; returns the exit code. */
+int cli_run_wasi(const run_options *opt);
+
+/* units.c: strict parsers for option values. On failure *why says what is
+ * wrong, in a few words. */
+bool cli_parse_duration_ms(const char *s, uint64_t *ms, const char **why);
+bool cli_parse_size(const char *s, uint64_t *bytes, const char **why);
+bool cli_parse_count(const char *s, uint64_t *n, const char **why);
+bool cli_parse_dir(const char *s, run_dir *out, const char **why);
+bool cli_parse_env(const char *s, const char **why);
+
+/* json_out.c */
+typedef struct cli_json_dir {
+    const char *host;   /* canonical; NULL when it could not be resolved */
+    const char *guest;
+    bool read_only;
+} cli_json_dir;
+
+/* A JSON string literal for arbitrary bytes (see json_out.c). */
+void cli_json_string(FILE *f, const uint8_t *s, size_t len);
+/* The whole result as one JSON object and a newline. */
+void cli_json_write_result(FILE *f, const al_result *r, const cli_json_dir *dirs, size_t ndirs);
+
+#endif
