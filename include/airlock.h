@@ -162,6 +162,8 @@ void al_store_free(al_store *store);
  * next loop header or call. Cleared by al_store_clear_interrupt. */
 void al_store_interrupt(al_store *store);
 void al_store_clear_interrupt(al_store *store);
+/* Has al_store_interrupt been raised? Blocking host functions poll this. */
+bool al_store_interrupted(const al_store *store);
 
 /* Fuel: a budget of guest instructions. Each straight-line run of
  * instructions is charged when it ends, bulk memory/table operations one unit

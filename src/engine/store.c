@@ -92,6 +92,10 @@ void al_store_clear_interrupt(al_store *store) {
     if (store) atomic_store(&store->interrupt, 0);
 }
 
+bool al_store_interrupted(const al_store *store) {
+    return store && atomic_load(&((al_store *)store)->interrupt) != 0;
+}
+
 bool store_track(al_store *store, store_object_kind kind, void *ptr) {
     if (store->nobjects == store->objects_cap) {
         size_t cap = store->objects_cap ? store->objects_cap * 2 : 64;

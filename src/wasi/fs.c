@@ -184,11 +184,11 @@ static void put_filestat(guest_mem m, uint32_t p, const struct stat *st) {
     put_u64(m, p + 56, to_timestamp(st->st_ctim));
 }
 
-/* The in-memory stdio pipes look like a character device (as a terminal
- * does under node), one link, no size, no times. */
+/* The in-memory stdio pipes: one link, no size, no times. */
 static void put_stdio_filestat(guest_mem m, uint32_t p) {
     memset(m.base + p, 0, FILESTAT_SIZE);
-    m.base[p + 16] = WASI_FILETYPE_CHARACTER_DEVICE;
+    /* Same as fd_fdstat_get (fd.c): a stream, so isatty() stays false. */
+    m.base[p + 16] = WASI_FILETYPE_SOCKET_STREAM;
     put_u64(m, p + 24, 1);
 }
 
