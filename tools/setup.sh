@@ -13,6 +13,7 @@ PACKAGES=(
     libjansson-dev libcmocka-dev
     wabt binaryen nodejs wasi-libc
     hyperfine
+    autoconf   # tools/build-python.sh: regenerate CPython's configure after debian/patches
 )
 
 check_only=false
