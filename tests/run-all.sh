@@ -7,7 +7,8 @@
 #      sanitizer report) counts as one failure;
 #   2. tests/spec/run-spec.sh on build/asan/spec-runner;
 #   3. every tests/cli/*.sh, if any;
-#   4. a short libFuzzer run of decode+validate+instantiate+call
+#   4. the security battery (tests/security/run.sh);
+#   5. a short libFuzzer run of decode+validate+instantiate+call
 #      (tests/fuzz/short.sh, $AIRLOCK_FUZZ_SECONDS, default 20).
 # Scripts (2, 3) print "N passed, N failed" as their last line; those are
 # summed, and a script exiting non-zero without reporting a failure counts as
@@ -87,6 +88,10 @@ for script in tests/cli/*.sh; do
     echo "== $script =="
     run_counting_script "$script"
 done
+
+echo
+echo "== tests/security/run.sh =="
+run_counting_script tests/security/run.sh
 
 echo
 echo "== tests/fuzz/short.sh =="

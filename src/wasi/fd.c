@@ -398,6 +398,53 @@ static wasi_errno write_from(wasi_ctx *ctx, wasi_fd *f, const host_iovs *io, boo
     return host_result(n, done);
 }
 
+/* Drop the first n transferred bytes from io; false when nothing is left. */
+static bool iovs_advance(host_iovs *io, size_t n) {
+    int i = 0;
+    while (i < io->n && n >= io->v[i].iov_len) n -= io->v[i++].iov_len;
+    if (i == io->n) return false;
+    io->v[i].iov_base = (uint8_t *)io->v[i].iov_base + n;
+    io->v[i].iov_len -= n;
+    memmove(io->v, io->v + i, (size_t)(io->n - i) * sizeof io->v[0]);
+    io->n -= i;
+    io->total = 0;
+    for (int k = 0; k < io->n; k++) io->total += io->v[k].iov_len;
+    return true;
+}
+
+/* A blocking guest fd on a host file that can block (FIFO, device, socket). */
+static bool blocks(const wasi_fd *f) {
+    struct stat st;
+    if (f->fdflags & WASI_FDFLAG_NONBLOCK) return false;
+    return fstat(f->host_fd, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode);
+}
+
+/* I/O on a stream that can block: wait for readiness in slices (deadline
+ * checked), then transfer with the host fd non-blocking, so a write larger
+ * than the pipe's free space returns short instead of sleeping past the
+ * deadline inside the kernel (a reader that never reads must not hang us). */
+static wasi_errno stream_io(wasi_ctx *ctx, wasi_fd *f, bool write, host_iovs *io,
+                            uint32_t *done, al_trap_kind *trap) {
+    *done = 0;
+    for (;;) {
+        *trap = wait_ready(ctx, f, write);
+        if (*trap != AL_TRAP_NONE) return WASI_ESUCCESS;
+        int flags = fcntl(f->host_fd, F_GETFL);
+        if (flags < 0) return wasi_errno_from_host(errno);
+        fcntl(f->host_fd, F_SETFL, flags | O_NONBLOCK);
+        uint32_t n = 0;
+        wasi_errno e = write ? write_from(ctx, f, io, false, 0, &n)
+                             : read_into(ctx, f, io, false, 0, &n);
+        fcntl(f->host_fd, F_SETFL, flags);
+        if (e == WASI_EAGAIN) continue; /* readiness was lost to a race: wait again */
+        if (e) return *done ? WASI_ESUCCESS : e;
+        *done += n;
+        /* A blocking write completes (POSIX), chunk by chunk as the reader
+         * drains, each wait bounded by the deadline; a read returns what came. */
+        if (!write || n == 0 || !iovs_advance(io, n)) return WASI_ESUCCESS;
+    }
+}
+
 /* fd_read/fd_write/fd_pread/fd_pwrite: (fd, iovs, iovs_len, [offset,] size_ptr). */
 static wasi_errno do_io(wasi_ctx *ctx, al_caller *caller, bool write, bool positioned,
                         uint32_t fd, uint32_t iovs, uint32_t iovs_len, uint64_t offset,
@@ -412,9 +459,9 @@ static wasi_errno do_io(wasi_ctx *ctx, al_caller *caller, bool write, bool posit
     if (!io) return WASI_ENOMEM;
     uint32_t done = 0;
     e = iovs_load(m, iovs, iovs_len, io);
-    if (!e && f->kind == WASI_FD_FILE && !positioned && io->n > 0)
-        *trap = wait_ready(ctx, f, write);
-    if (!e && *trap == AL_TRAP_NONE)
+    if (!e && f->kind == WASI_FD_FILE && !positioned && io->n > 0 && blocks(f))
+        e = stream_io(ctx, f, write, io, &done, trap);
+    else if (!e)
         e = write ? write_from(ctx, f, io, positioned, offset, &done)
                   : read_into(ctx, f, io, positioned, offset, &done);
     free(io);
