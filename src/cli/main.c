@@ -4,10 +4,11 @@
  * Each subcommand lives in its own file and receives argv starting at its own
  * name. Nothing here touches the engine; see cli.h for the exit codes.
  */
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "cli.h"
+#include "run.h" /* cli.h, and cli_python */
 
 static const char usage_text[] =
     "usage: airlock <command> [options]\n"
@@ -23,6 +24,11 @@ static const char usage_text[] =
     "                     instantiate MODULE with no imports and call the\n"
     "                     export NAME with ARGS, printing each result on its\n"
     "                     own line\n"
+    "  python [OPTIONS] (-c CODE | FILE | -) [-- ARGS...]\n"
+    "                     run Python code in CPython compiled to WebAssembly,\n"
+    "                     with the options, limits and exit status of `run`\n"
+    "                     and only the standard library (see `airlock python\n"
+    "                     --help`)\n"
     "  validate MODULE.wasm\n"
     "                     decode and validate MODULE; print \"ok\" or the error\n"
     "  version            print the version\n"
@@ -30,14 +36,17 @@ static const char usage_text[] =
     "\n"
     "Run `airlock <command> --help` for a command's details.\n"
     "exit status: 0 ok, 1 module error or trap, 2 usage error; `airlock run`\n"
-    "of a WASI command exits with the guest's code, or 65 invalid module,\n"
-    "70 trap, 71 fuel exhausted, 72 timeout, 73 memory limit\n";
+    "of a WASI command and `airlock python` exit with the guest's code, or\n"
+    "65 invalid module, 70 trap, 71 fuel exhausted, 72 timeout, 73 memory limit\n";
 
 static void print_version(void) {
     printf("airlock %s (WebAssembly 2.0 engine)\n", AIRLOCK_VERSION);
 }
 
 int main(int argc, char **argv) {
+    /* A guest writing to a host FIFO whose reader left must get EPIPE, not
+     * kill airlock with SIGPIPE before it can report the result. */
+    signal(SIGPIPE, SIG_IGN);
     if (argc < 2) {
         fputs(usage_text, stderr);
         return CLI_USAGE;
@@ -53,6 +62,8 @@ int main(int argc, char **argv) {
     }
     if (!strcmp(cmd, "run"))
         return cli_run(argc - 1, argv + 1);
+    if (!strcmp(cmd, "python"))
+        return cli_python(argc - 1, argv + 1);
     if (!strcmp(cmd, "validate"))
         return cli_validate(argc - 1, argv + 1);
 

@@ -27,6 +27,9 @@
  * one line on stderr and exit status 2, before any file is touched. The WASI
  * options cannot be combined with --invoke, and without --invoke the guest's
  * arguments must follow "--" (a stray word is a usage error, not a guess).
+ * The policy options (everything but --invoke) are parsed by
+ * cli_parse_policy_option, which `airlock python` shares, so both commands
+ * take the same spellings, values and messages.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -340,55 +343,66 @@ static void print_value(const al_value *v) {
     puts("?");
 }
 
-/* ---- command line ---------------------------------------------------------- */
+/* ---- the policy options (shared with `airlock python`) ---------------------- */
+
+typedef enum policy_opt_id {
+    OPT_DIR, OPT_ENV, OPT_FUEL, OPT_TIMEOUT, OPT_MEMORY, OPT_STDIN, OPT_JSON,
+    OPT_TRAP_ON_MEMORY_LIMIT,
+} policy_opt_id;
 
 /* The options, by their exact spelling. */
-typedef enum run_opt_id {
-    OPT_INVOKE, OPT_DIR, OPT_ENV, OPT_FUEL, OPT_TIMEOUT, OPT_MEMORY, OPT_STDIN, OPT_JSON,
-    OPT_TRAP_ON_MEMORY_LIMIT,
-} run_opt_id;
-
-static const struct run_opt {
+static const struct policy_opt {
     const char *name;
-    run_opt_id id;
+    policy_opt_id id;
     bool takes_value;
-} run_opts[] = {
-    {"--invoke", OPT_INVOKE, true},   {"--dir", OPT_DIR, true},
-    {"--env", OPT_ENV, true},         {"--fuel", OPT_FUEL, true},
-    {"--timeout", OPT_TIMEOUT, true}, {"--memory", OPT_MEMORY, true},
-    {"--stdin", OPT_STDIN, true},     {"--json", OPT_JSON, false},
+} policy_opts[] = {
+    {"--dir", OPT_DIR, true},         {"--env", OPT_ENV, true},
+    {"--fuel", OPT_FUEL, true},       {"--timeout", OPT_TIMEOUT, true},
+    {"--memory", OPT_MEMORY, true},   {"--stdin", OPT_STDIN, true},
+    {"--json", OPT_JSON, false},
     {"--trap-on-memory-limit", OPT_TRAP_ON_MEMORY_LIMIT, false},
 };
 
-/* The option spelled by a ("--name" or "--name=value"), or NULL. */
-static const struct run_opt *find_option(const char *a, const char **inline_value) {
-    for (size_t i = 0; i < sizeof run_opts / sizeof *run_opts; i++) {
-        size_t n = strlen(run_opts[i].name);
-        if (strncmp(a, run_opts[i].name, n) != 0) continue;
-        if (a[n] == '\0') {
-            *inline_value = NULL;
-            return &run_opts[i];
-        }
-        if (a[n] == '=') {
-            *inline_value = a + n + 1;
-            return &run_opts[i];
-        }
-    }
+/* Is a the option name, alone ("--name") or with a value ("--name=value")? */
+static bool option_word(const char *a, const char *name, const char **inline_value) {
+    size_t n = strlen(name);
+    if (strncmp(a, name, n) != 0) return false;
+    if (a[n] != '\0' && a[n] != '=') return false;
+    *inline_value = a[n] == '=' ? a + n + 1 : NULL;
+    return true;
+}
+
+static const struct policy_opt *find_policy_option(const char *a, const char **inline_value) {
+    for (size_t i = 0; i < sizeof policy_opts / sizeof *policy_opts; i++)
+        if (option_word(a, policy_opts[i].name, inline_value)) return &policy_opts[i];
     return NULL;
 }
 
-static void run_options_free(run_options *opt) {
+bool cli_run_options_init(run_options *opt, const char *cmd, int argc, size_t extra) {
+    memset(opt, 0, sizeof *opt);
+    opt->cmd = cmd;
+    size_t n = (size_t)argc + extra;
+    opt->args = calloc(n, sizeof *opt->args);
+    opt->env = calloc(n, sizeof *opt->env);
+    opt->dirs = calloc(n, sizeof *opt->dirs);
+    if (opt->args && opt->env && opt->dirs) return true;
+    fputs("airlock: out of memory\n", stderr);
+    return false;
+}
+
+void cli_run_options_free(run_options *opt) {
     for (size_t i = 0; i < opt->ndirs; i++) free(opt->dirs[i].spec_copy);
     free(opt->dirs);
     free(opt->env);
     free(opt->args);
 }
 
-static int usage_error(const char *name, const char *value, const char *why) {
+static int usage_error(const run_options *opt, const char *name, const char *value,
+                       const char *why) {
     if (value)
-        fprintf(stderr, "airlock run: %s '%s': %s\n", name, value, why);
+        fprintf(stderr, "airlock %s: %s '%s': %s\n", opt->cmd, name, value, why);
     else
-        fprintf(stderr, "airlock run: %s: %s\n", name, why);
+        fprintf(stderr, "airlock %s: %s: %s\n", opt->cmd, name, why);
     return CLI_USAGE;
 }
 
@@ -406,42 +420,39 @@ static void add_env(run_options *opt, const char *entry) {
 
 /* A scalar option may be given once: a second value is more likely a mistake
  * (two scripts' flags concatenated) than a wish to override. */
-static int once(bool already, const char *name) {
+static int once(const run_options *opt, bool already, const char *name) {
     if (!already) return CLI_OK;
-    fprintf(stderr, "airlock run: %s given twice\n", name);
+    fprintf(stderr, "airlock %s: %s given twice\n", opt->cmd, name);
     return CLI_USAGE;
 }
 
 /* Apply one option and its value; CLI_OK or CLI_USAGE (message printed). */
-static int apply_option(run_options *opt, const struct run_opt *o, const char *v) {
+static int apply_policy_option(run_options *opt, const struct policy_opt *o, const char *v) {
     const char *why = NULL;
-    if (o->id != OPT_INVOKE && !opt->wasi_option) opt->wasi_option = o->name;
     switch (o->id) {
-    case OPT_INVOKE:
-        if (once(opt->invoke != NULL, o->name)) return CLI_USAGE;
-        opt->invoke = v;
-        return CLI_OK;
     case OPT_DIR:
-        if (!cli_parse_dir(v, &opt->dirs[opt->ndirs], &why)) return usage_error(o->name, v, why);
+        if (!cli_parse_dir(v, &opt->dirs[opt->ndirs], &why))
+            return usage_error(opt, o->name, v, why);
         opt->ndirs++;
         return CLI_OK;
     case OPT_ENV:
-        if (!cli_parse_env(v, &why)) return usage_error(o->name, v, why);
+        if (!cli_parse_env(v, &why)) return usage_error(opt, o->name, v, why);
         add_env(opt, v);
         return CLI_OK;
     case OPT_FUEL:
-        if (once(opt->fuel != 0, o->name)) return CLI_USAGE;
-        return cli_parse_count(v, &opt->fuel, &why) ? CLI_OK : usage_error(o->name, v, why);
+        if (once(opt, opt->fuel != 0, o->name)) return CLI_USAGE;
+        return cli_parse_count(v, &opt->fuel, &why) ? CLI_OK : usage_error(opt, o->name, v, why);
     case OPT_TIMEOUT:
-        if (once(opt->timeout_ms != 0, o->name)) return CLI_USAGE;
+        if (once(opt, opt->timeout_ms != 0, o->name)) return CLI_USAGE;
         return cli_parse_duration_ms(v, &opt->timeout_ms, &why) ? CLI_OK
-                                                                : usage_error(o->name, v, why);
+                                                                : usage_error(opt, o->name, v, why);
     case OPT_MEMORY:
-        if (once(opt->memory_bytes != 0, o->name)) return CLI_USAGE;
-        return cli_parse_size(v, &opt->memory_bytes, &why) ? CLI_OK : usage_error(o->name, v, why);
+        if (once(opt, opt->memory_bytes != 0, o->name)) return CLI_USAGE;
+        return cli_parse_size(v, &opt->memory_bytes, &why) ? CLI_OK
+                                                           : usage_error(opt, o->name, v, why);
     case OPT_STDIN:
-        if (once(opt->stdin_path != NULL, o->name)) return CLI_USAGE;
-        if (!v[0]) return usage_error(o->name, v, "empty file name");
+        if (once(opt, opt->stdin_path != NULL, o->name)) return CLI_USAGE;
+        if (!v[0]) return usage_error(opt, o->name, v, "empty file name");
         opt->stdin_path = v;
         return CLI_OK;
     case OPT_JSON:
@@ -454,29 +465,44 @@ static int apply_option(run_options *opt, const struct run_opt *o, const char *v
     return CLI_USAGE;
 }
 
-/* One word before "--" that starts with "--": an option, with its value from
- * "=VALUE" or the next word. *i is advanced past a consumed value. */
-static int parse_one_option(int argc, char **argv, int *i, run_options *opt) {
-    const char *a = argv[*i];
+int cli_parse_policy_option(int argc, char **argv, int *i, run_options *opt) {
     const char *value = NULL;
-    const struct run_opt *o = find_option(a, &value);
-    if (!o) {
-        fprintf(stderr, "airlock run: unknown option '%s' (see 'airlock run --help')\n", a);
-        return CLI_USAGE;
-    }
-    if (!o->takes_value && value)
-        return usage_error(o->name, NULL, "takes no value");
+    const struct policy_opt *o = find_policy_option(argv[*i], &value);
+    if (!o) return CLI_NOT_POLICY_OPTION;
+    if (!o->takes_value && value) return usage_error(opt, o->name, NULL, "takes no value");
     if (o->takes_value && !value) {
+        if (*i + 1 >= argc) return usage_error(opt, o->name, NULL, "needs a value");
+        value = argv[++*i];
+    }
+    if (!opt->wasi_option) opt->wasi_option = o->name;
+    return apply_policy_option(opt, o, value);
+}
+
+/* ---- the command line of `airlock run` ---------------------------------------- */
+
+/* --invoke NAME, its value inline ("--invoke=NAME") or the next word. */
+static int parse_invoke(int argc, char **argv, int *i, const char *value, run_options *opt) {
+    if (!value) {
         if (*i + 1 >= argc) {
-            if (o->id == OPT_INVOKE) {
-                fputs("airlock run: --invoke needs a function name\n", stderr);
-                return CLI_USAGE;
-            }
-            return usage_error(o->name, NULL, "needs a value");
+            fputs("airlock run: --invoke needs a function name\n", stderr);
+            return CLI_USAGE;
         }
         value = argv[++*i];
     }
-    return apply_option(opt, o, value);
+    if (once(opt, opt->invoke != NULL, "--invoke")) return CLI_USAGE;
+    opt->invoke = value;
+    return CLI_OK;
+}
+
+/* One word before "--" that starts with "--": --invoke or a policy option.
+ * *i is advanced past a consumed value. */
+static int parse_one_option(int argc, char **argv, int *i, run_options *opt) {
+    const char *value = NULL;
+    if (option_word(argv[*i], "--invoke", &value)) return parse_invoke(argc, argv, i, value, opt);
+    int rc = cli_parse_policy_option(argc, argv, i, opt);
+    if (rc != CLI_NOT_POLICY_OPTION) return rc;
+    fprintf(stderr, "airlock run: unknown option '%s' (see 'airlock run --help')\n", argv[*i]);
+    return CLI_USAGE;
 }
 
 /* After the whole line is read: the modes' rules. */
@@ -506,15 +532,7 @@ static int check_mode(const run_options *opt, const char *first_loose) {
 /* Returns CLI_OK, CLI_USAGE, CLI_FAIL (out of memory) or -1 after --help.
  * Every word that is not an option is MODULE (the first) or an argument. */
 static int parse_options(int argc, char **argv, run_options *opt) {
-    memset(opt, 0, sizeof *opt);
-    /* Each array holds at most one entry per word of the command line. */
-    opt->args = calloc((size_t)argc, sizeof *opt->args);
-    opt->env = calloc((size_t)argc, sizeof *opt->env);
-    opt->dirs = calloc((size_t)argc, sizeof *opt->dirs);
-    if (!opt->args || !opt->env || !opt->dirs) {
-        fputs("airlock: out of memory\n", stderr);
-        return CLI_FAIL;
-    }
+    if (!cli_run_options_init(opt, "run", argc, 0)) return CLI_FAIL;
     bool options_done = false;
     const char *first_loose = NULL; /* first argument given before "--" */
     for (int i = 1; i < argc; i++) {
@@ -669,6 +687,6 @@ int cli_run(int argc, char **argv) {
     int rc = parse_options(argc, argv, &opt);
     if (rc == CLI_OK) rc = opt.invoke ? run_invoke(&opt) : cli_run_wasi(&opt);
     else if (rc < 0) rc = CLI_OK; /* --help */
-    run_options_free(&opt);
+    cli_run_options_free(&opt);
     return rc;
 }

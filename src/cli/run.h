@@ -1,6 +1,8 @@
 /*
  * run.h — what the files of `airlock run` share (run.c, run_wasi.c,
- * units.c, json_out.c). Like every CLI file, they see only airlock.h.
+ * units.c, json_out.c), and what `airlock python` (python.c) reuses of them:
+ * the policy options' parser and the WASI runner. Like every CLI file, they
+ * see only airlock.h.
  *
  * Two modes:
  *   --invoke NAME [ARGS...]  engine level: instantiate with no imports and
@@ -41,10 +43,11 @@ typedef struct run_dir {
 } run_dir;
 
 typedef struct run_options {
+    const char *cmd;      /* "run" or "python": names the command in messages */
     const char *path;     /* MODULE */
     const char *invoke;   /* --invoke NAME; NULL: WASI command mode */
     int nargs;            /* --invoke arguments, or guest arguments after "--" */
-    char **args;          /* owned array of pointers into argv */
+    const char **args;    /* owned array; strings borrowed from argv (or the caller) */
     int loose_args;       /* arguments given before "--" (only --invoke takes those) */
     /* WASI command mode */
     run_dir *dirs;        /* owned */
@@ -59,6 +62,29 @@ typedef struct run_options {
     bool trap_on_memory_limit;
     const char *wasi_option; /* the first WASI-mode-only option seen, for messages */
 } run_options;
+
+/* run.c: the options both `airlock run` and `airlock python` take. */
+
+/* cli_parse_policy_option's answer for a word that is not a policy option. */
+enum { CLI_NOT_POLICY_OPTION = -2 };
+
+/* Zero *opt and allocate its arrays for a command line of argc words plus
+ * `extra` entries the command adds itself (each array holds at most one entry
+ * per word). cmd names the command in messages. False (message printed) when
+ * out of memory; cli_run_options_free is safe either way. */
+bool cli_run_options_init(run_options *opt, const char *cmd, int argc, size_t extra);
+void cli_run_options_free(run_options *opt);
+
+/* If argv[*i] is a policy option — --dir, --env, --stdin, --fuel, --timeout,
+ * --memory, --trap-on-memory-limit, --json, spelled "--NAME VALUE" or
+ * "--NAME=VALUE" — apply it to opt, advancing *i past a separate value.
+ * Returns CLI_OK; CLI_USAGE after printing one line ("airlock CMD: ...");
+ * or CLI_NOT_POLICY_OPTION, having done nothing. */
+int cli_parse_policy_option(int argc, char **argv, int *i, run_options *opt);
+
+/* python.c: `airlock python` (declared here, not in cli.h, because it is
+ * built on run_options). */
+int cli_python(int argc, char **argv);
 
 /* run_wasi.c: run opt->path as a WASI command; returns the exit code. */
 int cli_run_wasi(const run_options *opt);
