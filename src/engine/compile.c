@@ -446,6 +446,50 @@ static bool block_type(compiler *c, const wasm_instr *in, const uint8_t **params
 
 /* ---- instruction groups -------------------------------------------------------- */
 
+/* Emit the head of a conditional branch on cond (its offset and fuel cells
+ * follow): taken when cond is true (when_true) or false. A compare or eqz
+ * that just produced cond is fused into a compare-and-branch. */
+static uint32_t emit_cond_branch(compiler *c, operand cond, bool when_true) {
+    static const enum internal_op fused[2][OP_I32_GE_U + 1] = {
+        { /* branch when the compare is false: the inverse compare */
+            [OP_I32_EQ] = OP_BR_I32_NE, [OP_I32_NE] = OP_BR_I32_EQ,
+            [OP_I32_LT_S] = OP_BR_I32_GE_S, [OP_I32_LT_U] = OP_BR_I32_GE_U,
+            [OP_I32_GT_S] = OP_BR_I32_LE_S, [OP_I32_GT_U] = OP_BR_I32_LE_U,
+            [OP_I32_LE_S] = OP_BR_I32_GT_S, [OP_I32_LE_U] = OP_BR_I32_GT_U,
+            [OP_I32_GE_S] = OP_BR_I32_LT_S, [OP_I32_GE_U] = OP_BR_I32_LT_U,
+        },
+        { /* branch when it is true */
+            [OP_I32_EQ] = OP_BR_I32_EQ, [OP_I32_NE] = OP_BR_I32_NE,
+            [OP_I32_LT_S] = OP_BR_I32_LT_S, [OP_I32_LT_U] = OP_BR_I32_LT_U,
+            [OP_I32_GT_S] = OP_BR_I32_GT_S, [OP_I32_GT_U] = OP_BR_I32_GT_U,
+            [OP_I32_LE_S] = OP_BR_I32_LE_S, [OP_I32_LE_U] = OP_BR_I32_LE_U,
+            [OP_I32_GE_S] = OP_BR_I32_GE_S, [OP_I32_GE_U] = OP_BR_I32_GE_U,
+        },
+    };
+    bool fresh = c->last_dst_pos != NONE && cond.slot == home(c, c->height) &&
+                 c->last_dst_height == c->height;
+    if (fresh && c->last_op >= OP_I32_EQ && c->last_op <= OP_I32_GE_U &&
+        fused[when_true][c->last_op]) {
+        cell a = c->code[c->last_pc + 2], b = c->code[c->last_pc + 3];
+        enum internal_op op = fused[when_true][c->last_op];
+        unemit_last(c);
+        uint32_t pc = emit_op(c, op);
+        emit_cell(c, a);
+        emit_cell(c, b);
+        return pc;
+    }
+    if (fresh && c->last_op == OP_I32_EQZ) { /* eqz x: branch on x instead, inverted */
+        cell a = c->code[c->last_pc + 2];
+        unemit_last(c);
+        uint32_t pc = emit_op(c, when_true ? OP_BR_IFZ : OP_BR_IF);
+        emit_cell(c, a);
+        return pc;
+    }
+    uint32_t pc = emit_op(c, when_true ? OP_BR_IF : OP_BR_IFZ);
+    emit_cell(c, cond.slot);
+    return pc;
+}
+
 static bool do_block(compiler *c, const wasm_instr *in, enum ctrl_kind kind) {
     const uint8_t *params, *results;
     uint32_t np, nr;
@@ -459,33 +503,7 @@ static bool do_block(compiler *c, const wasm_instr *in, enum ctrl_kind kind) {
     bool was_live = live(c);
     uint32_t fused_pc = NONE;
     if (kind == CTRL_IF && was_live) {
-        /* Fuse a preceding compare: branch to else when it is false. */
-        static const enum internal_op inverse[] = {
-            [OP_I32_EQ] = OP_BR_I32_NE, [OP_I32_NE] = OP_BR_I32_EQ,
-            [OP_I32_LT_S] = OP_BR_I32_GE_S, [OP_I32_LT_U] = OP_BR_I32_GE_U,
-            [OP_I32_GT_S] = OP_BR_I32_LE_S, [OP_I32_GT_U] = OP_BR_I32_LE_U,
-            [OP_I32_LE_S] = OP_BR_I32_GT_S, [OP_I32_LE_U] = OP_BR_I32_GT_U,
-            [OP_I32_GE_S] = OP_BR_I32_LT_S, [OP_I32_GE_U] = OP_BR_I32_LT_U,
-        };
-        if (c->last_dst_pos != NONE && cond.slot == home(c, c->height) &&
-            c->last_dst_height == c->height && c->last_op <= OP_I32_GE_U &&
-            c->last_op >= OP_I32_EQ && inverse[c->last_op]) {
-            cell a = c->code[c->last_pc + 2], b = c->code[c->last_pc + 3];
-            enum internal_op op = inverse[c->last_op];
-            unemit_last(c);
-            fused_pc = emit_op(c, op);
-            emit_cell(c, a);
-            emit_cell(c, b);
-        } else if (c->last_dst_pos != NONE && cond.slot == home(c, c->height) &&
-                   c->last_dst_height == c->height && c->last_op == OP_I32_EQZ) {
-            cell a = c->code[c->last_pc + 2];
-            unemit_last(c);
-            fused_pc = emit_op(c, OP_BR_IF);
-            emit_cell(c, a);
-        } else {
-            fused_pc = emit_op(c, OP_BR_IFZ);
-            emit_cell(c, cond.slot);
-        }
+        fused_pc = emit_cond_branch(c, cond, false); /* to the else arm when false */
     }
     if (!push_ctrl(c, kind, params, np, results, nr)) return false;
     ctrl_frame *f = &c->ctrls[c->nctrls - 1];
@@ -613,32 +631,7 @@ static bool do_br_if(compiler *c, uint32_t depth) {
         set_label(c);
         return true;
     }
-    static const enum internal_op fused[] = {
-        [OP_I32_EQ] = OP_BR_I32_EQ, [OP_I32_NE] = OP_BR_I32_NE,
-        [OP_I32_LT_S] = OP_BR_I32_LT_S, [OP_I32_LT_U] = OP_BR_I32_LT_U,
-        [OP_I32_GT_S] = OP_BR_I32_GT_S, [OP_I32_GT_U] = OP_BR_I32_GT_U,
-        [OP_I32_LE_S] = OP_BR_I32_LE_S, [OP_I32_LE_U] = OP_BR_I32_LE_U,
-        [OP_I32_GE_S] = OP_BR_I32_GE_S, [OP_I32_GE_U] = OP_BR_I32_GE_U,
-    };
-    bool fresh = c->last_dst_pos != NONE && cond.slot == home(c, c->height) &&
-                 c->last_dst_height == c->height;
-    uint32_t pc;
-    if (fresh && c->last_op >= OP_I32_EQ && c->last_op <= OP_I32_GE_U && fused[c->last_op]) {
-        cell a = c->code[c->last_pc + 2], b = c->code[c->last_pc + 3];
-        enum internal_op op = fused[c->last_op];
-        unemit_last(c);
-        pc = emit_op(c, op);
-        emit_cell(c, a);
-        emit_cell(c, b);
-    } else if (fresh && c->last_op == OP_I32_EQZ) {
-        cell a = c->code[c->last_pc + 2];
-        unemit_last(c);
-        pc = emit_op(c, OP_BR_IFZ);
-        emit_cell(c, a);
-    } else {
-        pc = emit_op(c, OP_BR_IF);
-        emit_cell(c, cond.slot);
-    }
+    uint32_t pc = emit_cond_branch(c, cond, true);
     emit_target(c, f, pc);
     emit_cost(c);
     return true;
