@@ -8,7 +8,8 @@
 #   2. tests/spec/run-spec.sh on build/asan/spec-runner;
 #   3. every tests/cli/*.sh, if any;
 #   4. the security battery (tests/security/run.sh);
-#   5. a short libFuzzer run of decode+validate+instantiate+call
+#   5. the WASI differential suite against node:wasi (tests/wasi/compare-node.sh);
+#   6. a short libFuzzer run of decode+validate+instantiate+call
 #      (tests/fuzz/short.sh, $AIRLOCK_FUZZ_SECONDS, default 20).
 # Scripts (2, 3) print "N passed, N failed" as their last line; those are
 # summed, and a script exiting non-zero without reporting a failure counts as
@@ -92,6 +93,10 @@ done
 echo
 echo "== tests/security/run.sh =="
 run_counting_script tests/security/run.sh
+
+echo
+echo "== tests/wasi/compare-node.sh (WASI behaviour against node:wasi) =="
+AIRLOCK=build/asan/airlock run_counting_script tests/wasi/compare-node.sh
 
 echo
 echo "== tests/fuzz/short.sh =="

@@ -398,6 +398,9 @@ static wasi_errno make_dir(const wasi_parent *p) {
 /* A final "." or ".." became name "." (path.c), and rmdir(".") is EINVAL:
  * the directory fd itself, a preopen root in particular, is never removed. */
 static wasi_errno remove_dir(const wasi_parent *p) {
+    /* rmdir("a/b/..") names a's parent-to-be, which still holds b: POSIX and
+     * Linux say ENOTEMPTY (removing "." itself is EINVAL, from the kernel). */
+    if (p->final_dotdot) return WASI_ENOTEMPTY;
     return unlinkat(p->fd, p->name, AT_REMOVEDIR) < 0 ? host_error() : WASI_ESUCCESS;
 }
 

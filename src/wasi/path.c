@@ -107,6 +107,7 @@ wasi_errno path_resolve_parent(int dirfd, wasi_path *path, wasi_parent *out) {
     out->fd = -1;
     out->name = ".";
     out->trailing_slash = false;
+    out->final_dotdot = false;
 
     /* Strip trailing slashes ("a/b//" -> "a/b"); path is relative and
      * non-empty, so at least one other byte remains. */
@@ -126,6 +127,7 @@ wasi_errno path_resolve_parent(int dirfd, wasi_path *path, wasi_parent *out) {
         /* "x/.." must not become (parent "x", name ".."): the *at() call
          * would then step out of whatever "x" is. The whole path names a
          * directory; resolve all of it beneath dirfd and use ".". */
+        out->final_dotdot = len - start == 2;
         return path_open_beneath(dirfd, path->buf, flags, 0, true, &out->fd);
     }
     if (!slash) {

@@ -61,6 +61,7 @@ typedef struct wasi_parent {
     int fd;              /* O_PATH directory fd beneath dirfd; owned; -1 when closed */
     const char *name;    /* single component inside wasi_path.buf: no '/', never ".." */
     bool trailing_slash; /* the guest wrote "name/": it must be a directory */
+    bool final_dotdot;   /* the guest's last component was ".." (name is then ".") */
 } wasi_parent;
 
 /* Split path (in place) and open its parent beneath dirfd. A final "." or
