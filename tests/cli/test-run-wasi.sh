@@ -74,50 +74,12 @@ printf 'from the host\n' >"$SCRATCH/in.txt"
 ln -s scratch "$RUN_DIR/scratch-link"
 CANON=$(cd "$SCRATCH" && pwd -P)
 
-# ---- helpers: run_airlock, check, expect (tests/cli/lib/expect.bash) -----------------
+# ---- helpers: run_airlock, check, expect, usage_error, json (lib/expect.bash) -----------------
+SUBCOMMAND=run
 RUN_TIMEOUT=60
 # shellcheck source=lib/expect.bash
 source "$(dirname "$0")/lib/expect.bash"
 
-# usage_error NAME STDERR_REGEX ARGS... — exit 2, nothing on stdout, exactly
-# one line on stderr.
-usage_error() {
-    local name=$1 err_re=$2
-    shift 2
-    run_airlock "$A" run "$@"
-    local problems=() lines
-    lines=$(wc -l <"$ERR")
-    [[ $RC -eq 2 ]] || problems+=("exit status $RC, want 2")
-    [[ ! -s $OUT ]] || problems+=("unexpected stdout: $(head -c 200 "$OUT")")
-    [[ $lines -eq 1 ]] || problems+=("stderr has $lines lines, want 1: $(head -c 300 "$ERR")")
-    grep -Eq -- "$err_re" "$ERR" || problems+=("stderr does not match /$err_re/: $(cat "$ERR")")
-    check "usage: $name" "${problems[@]}"
-}
-
-# json NAME RC JS_CONDITION -- COMMAND... — the command prints one JSON object
-# (parsed by node as d) for which JS_CONDITION holds, and exits with RC.
-JSON_FIELDS='["status","exit_code","trap","trap_location","fuel_used","wall_ms",
-  "peak_memory_bytes","stdout","stdout_truncated","stderr","stderr_truncated","dirs","error"]'
-json() {
-    local name=$1 want_rc=$2 cond=$3
-    shift 4
-    run_airlock "$@"
-    local problems=() why
-    [[ $RC -eq $want_rc ]] || problems+=("exit status $RC, want $want_rc")
-    [[ ! -s $ERR ]] || problems+=("unexpected stderr: $(head -c 300 "$ERR")")
-    why=$(node -e '
-        const fs = require("fs");
-        const text = fs.readFileSync(process.argv[1], "utf8");
-        let d;
-        try { d = JSON.parse(text); } catch (e) { console.log("not JSON: " + e.message); process.exit(1); }
-        if (text.split("\n").filter(Boolean).length !== 1) { console.log("not one line"); process.exit(1); }
-        const missing = '"$JSON_FIELDS"'.filter(k => !(k in d));
-        if (missing.length) { console.log("missing fields: " + missing); process.exit(1); }
-        if (!('"$cond"')) { console.log("condition failed: " + JSON.stringify(d).slice(0, 600)); process.exit(1); }
-    ' "$OUT" 2>&1) || problems+=("$why")
-    ((${#problems[@]} == 0)) || problems=("command: $*" "${problems[@]}")
-    check "json: $name" "${problems[@]}"
-}
 
 # ---- a WASI command ---------------------------------------------------------------------
 expect "hello world" 0 "hello, world" "" -- "$A" run "$W/hello.wasm"
