@@ -29,7 +29,10 @@ JANSSON_LIBS   := $(shell pkg-config --libs jansson 2>/dev/null || echo -ljansso
 
 # libairlock: the engine, the WASI host and the sandbox backends. WASI and the
 # backends see only the public header (plus their own), like any embedder.
-ENGINE_SRC := $(wildcard src/engine/*.c) $(wildcard src/wasi/*.c) $(wildcard src/sandbox/*.c)
+SANDBOX_SRC := $(wildcard src/sandbox/*.c) $(wildcard src/sandbox/native/*.c) $(wildcard src/sandbox/gvisor/*.c)
+ENGINE_SRC := $(wildcard src/engine/*.c) $(wildcard src/wasi/*.c) $(SANDBOX_SRC)
+# libairlock's own dependencies: whoever links it links these too.
+LIB_DEPS := $(JANSSON_LIBS) -lseccomp -lcap -lpthread -lm
 CLI_SRC    := $(wildcard src/cli/*.c)
 SPEC_SRC   := $(wildcard tests/spec/*.c)
 UNIT_SRC   := $(wildcard tests/unit/*.c)
@@ -55,26 +58,30 @@ build/$(1)/obj/%.o: %.c
 $(call objs,$(1),$(CLI_SRC)): INCLUDES := -Iinclude -DAIRLOCK_VERSION='"$(VERSION)"'
 $(call objs,$(1),$(wildcard src/wasi/*.c)): INCLUDES := -Iinclude -Isrc/wasi
 $(call objs,$(1),$(wildcard src/sandbox/*.c)): INCLUDES := -Iinclude -Isrc/wasi -Isrc/sandbox
+$(call objs,$(1),$(wildcard src/sandbox/native/*.c)): INCLUDES := -Iinclude -Isrc/sandbox -Isrc/sandbox/native
+$(call objs,$(1),$(wildcard src/sandbox/gvisor/*.c)): INCLUDES := -Iinclude -Isrc/sandbox -Isrc/sandbox/gvisor
+# unit tests of the sandbox internals see the internal headers they test
+$(call objs,$(1),tests/unit/test_seccomp.c tests/unit/test_cgroup.c): INCLUDES := -Iinclude -Isrc/sandbox -Isrc/sandbox/native
 
 build/$(1)/libairlock.a: $(call objs,$(1),$(ENGINE_SRC))
 	@rm -f $$@
 	ar rcs $$@ $$^
 
 build/$(1)/libairlock.so: $(call objs,$(1),$(ENGINE_SRC))
-	$$(VCC_$(1)) $(2) -shared -o $$@ $$^ -lm
+	$$(VCC_$(1)) $(2) -shared -o $$@ $$^ $$(LIB_DEPS)
 
 build/$(1)/airlock: $(call objs,$(1),$(CLI_SRC)) build/$(1)/libairlock.a
-	$$(VCC_$(1)) $(2) -o $$@ $$^ -lm
+	$$(VCC_$(1)) $(2) -o $$@ $$^ $$(LIB_DEPS)
 
 build/$(1)/spec-runner: $(call objs,$(1),$(SPEC_SRC)) build/$(1)/libairlock.a
-	$$(VCC_$(1)) $(2) -o $$@ $$^ $$(JANSSON_LIBS) -lm
+	$$(VCC_$(1)) $(2) -o $$@ $$^ $$(LIB_DEPS)
 
 # one cmocka binary per tests/unit/test_*.c
 build/$(1)/tests/%: build/$(1)/obj/tests/unit/%.o build/$(1)/libairlock.a
 	@mkdir -p $$(dir $$@)
-	$$(VCC_$(1)) $(2) -o $$@ $$^ -lcmocka -lm
+	$$(VCC_$(1)) $(2) -o $$@ $$^ -lcmocka $$(LIB_DEPS)
 
--include $$(wildcard build/$(1)/obj/src/*/*.d build/$(1)/obj/tests/*/*.d)
+-include $$(wildcard build/$(1)/obj/src/*/*.d build/$(1)/obj/src/*/*/*.d build/$(1)/obj/tests/*/*.d)
 endef
 
 $(eval $(call variant,release,$(RELEASE_FLAGS)))

@@ -67,6 +67,8 @@ typedef enum al_error_kind {
     AL_ERR_LIMIT,         /* an embedder limit refused the request */
     AL_ERR_ARGUMENT,      /* the embedder passed bad arguments */
     AL_ERR_NOMEM,         /* the host ran out of memory */
+    AL_ERR_SYSTEM,        /* a host system call failed (message names it and errno) */
+    AL_ERR_UNSUPPORTED,   /* the host lacks a mechanism the request needs */
 } al_error_kind;
 
 typedef enum al_trap_kind {
@@ -268,8 +270,8 @@ bool al_call(al_store *store, al_func *func, const al_value *args, uint32_t narg
 
 typedef enum al_isolation {
     AL_ISOLATION_WASM = 0, /* the WebAssembly engine + WASI preview1 host */
-    AL_ISOLATION_NATIVE,   /* (planned) namespaces + seccomp + Landlock */
-    AL_ISOLATION_GVISOR,   /* (planned) runsc */
+    AL_ISOLATION_NATIVE,   /* a Linux program: namespaces, pivot_root, seccomp, Landlock, cgroups */
+    AL_ISOLATION_GVISOR,   /* a Linux program inside gVisor (runsc), through an OCI bundle */
 } al_isolation;
 
 typedef struct al_dir_grant {
@@ -296,6 +298,20 @@ typedef struct al_policy {
     uint32_t max_tables, max_memories, max_instances;
     size_t max_module_bytes;      /* default 50 MiB */
     size_t stdout_cap, stderr_cap;/* default 1 MiB each; output past it is dropped */
+    /* native and gvisor only (a Linux program; argv[0] is its path inside the
+     * sandbox, looked up in PATH when it has no '/'). max_memory_bytes is the
+     * memory limit of the whole process tree. 0 means "no limit" for each. */
+    uint64_t cpu_time_ms;         /* CPU time of the whole tree (default 0: none) */
+    uint32_t max_processes;       /* processes + threads at once (default 64) */
+    uint32_t max_open_files;      /* per process (default 256) */
+    uint64_t max_file_size;       /* largest file a process may write (default 64 MiB) */
+    uint64_t tmpfs_bytes;         /* size of the private /tmp (default 64 MiB) */
+    const char *cwd;              /* guest working directory; NULL: the first granted
+                                     directory, else "/tmp" */
+    const char *state_dir;        /* where gvisor bundles, runsc state and locks live;
+                                     NULL: $AIRLOCK_STATE_DIR, else /run/airlock as root,
+                                     else $XDG_RUNTIME_DIR/airlock or /tmp/airlock-UID */
+    const char *gvisor_platform;  /* NULL: the best that works (see al_probe_host) */
 } al_policy;
 
 /* Fill with the defaults above (zero trust: nothing granted). */
@@ -311,7 +327,23 @@ typedef enum al_status {
     AL_STATUS_OUTPUT_TRUNCATED,  /* otherwise OK, but output was dropped at a cap */
     AL_STATUS_INVALID_MODULE,    /* malformed, invalid, too large or not wasm */
     AL_STATUS_ERROR,             /* anything else: bad policy, link error, host failure */
+    AL_STATUS_SIGNALED,          /* native/gvisor: ended by a signal (term_signal) */
+    AL_STATUS_CPU_LIMIT,         /* native/gvisor: cpu_time_ms used up */
+    AL_STATUS_UNSUPPORTED,       /* the host cannot provide this backend (see al_probe_host) */
 } al_status;
+
+/* Limits that took effect during a run (al_result.limits_hit), whether or not
+ * they ended it: a fork refused at max_processes sets AL_LIMIT_PROCESSES even
+ * if the program then exits normally. */
+enum {
+    AL_LIMIT_WALL = 1u << 0,
+    AL_LIMIT_CPU = 1u << 1,
+    AL_LIMIT_MEMORY = 1u << 2,
+    AL_LIMIT_PROCESSES = 1u << 3,
+    AL_LIMIT_FILE_SIZE = 1u << 4,
+    AL_LIMIT_OUTPUT = 1u << 5,
+    AL_LIMIT_FUEL = 1u << 6,
+};
 
 const char *al_status_name(al_status status); /* "ok", "exit", "trap", ... */
 
@@ -329,6 +361,12 @@ typedef struct al_result {
     size_t stderr_len;
     bool stderr_truncated;
     al_error error;               /* details: trap location/backtrace, decode error, ... */
+    /* native/gvisor (zero for wasm, but limits_hit and backend) */
+    int term_signal;              /* the signal that ended the program, 0 if none */
+    uint64_t cpu_ns;              /* user + system CPU time of the whole tree */
+    uint64_t denied_syscalls;     /* calls the seccomp filter refused with EPERM */
+    uint32_t limits_hit;          /* AL_LIMIT_* */
+    char backend[48];             /* "wasm", "native", "gvisor (ptrace)", ... */
 } al_result;
 
 /* Run a WASI command module (its _start) under the policy. Returns false only
@@ -336,6 +374,66 @@ typedef struct al_result {
  * guest outcome, including traps and timeouts, is a true return. */
 bool al_run_wasm(const al_policy *policy, const uint8_t *module, size_t len, al_result *result);
 void al_result_free(al_result *result);
+
+/* Run policy->argv under policy->isolation: NATIVE and GVISOR start the
+ * program argv[0] inside the sandbox; WASM reads argv[0] as a module file on
+ * the host and runs it like al_run_wasm. A backend this host cannot provide
+ * is refused (AL_STATUS_UNSUPPORTED, error.message says why), never run
+ * weaker. Returns false only when no result could be produced. */
+bool al_exec(const al_policy *policy, al_result *result);
+
+/* ---- sessions: one sandbox kept warm across executions ---------------------- *
+ * For GVISOR the sandbox boots once (runsc create + start) and each
+ * al_session_exec is a `runsc exec` inside it: state in the sandbox (/tmp,
+ * the workspace, background processes) persists until al_session_close.
+ * NATIVE and WASM sessions run each execution in a fresh sandbox over the same
+ * granted directories. */
+typedef struct al_session al_session;
+
+/* The policy (and everything it points to) is copied. NULL on failure. */
+al_session *al_session_open(const al_policy *policy, al_error *error);
+/* Run one program in the session. From `request` only argv, env, stdin,
+ * timeout_ms, cpu_time_ms, stdout_cap, stderr_cap and cwd are used; the
+ * sandbox itself (directories, memory, processes) is the session's. */
+bool al_session_exec(al_session *session, const al_policy *request, al_result *result);
+void al_session_close(al_session *session);
+
+/* ---- the host: what works here ----------------------------------------------- */
+typedef struct al_host_report {
+    bool user_namespaces;          /* an unprivileged-uid user namespace can be made */
+    bool pid_mount_net_namespaces; /* pid, mount, network, ipc, uts, cgroup inside it */
+    bool pivot_root;               /* pivot_root into a tmpfs worked in that namespace */
+    bool seccomp;                  /* seccomp-bpf filters load */
+    bool seccomp_notify;           /* user notification: denied calls can be counted */
+    int landlock_abi;              /* 0: Landlock unavailable */
+    bool cgroup_v1_writable;       /* a child cgroup can be made in the v1 memory+pids hierarchies */
+    bool cgroup_v2_writable;       /* ... in the v2 hierarchy, with memory and pids enabled */
+    char cgroup_v1_controllers[96];/* writable v1 controllers, space-separated */
+    char cgroup_v2_controllers[96];/* controllers enabled for a v2 child */
+    bool runsc;                    /* runsc found and runnable */
+    char runsc_path[128];
+    char runsc_version[64];
+    char gvisor_platforms[64];     /* platforms that ran a program, space-separated */
+    char gvisor_platform[16];      /* the one airlock uses */
+    bool native_available;
+    bool gvisor_available;
+    char native_reason[160];       /* why not, when unavailable */
+    char gvisor_reason[160];
+} al_host_report;
+
+/* Probe every mechanism by trying it (in a child process; nothing on the host
+ * changes). probe_gvisor_platforms: also run a program under each gVisor
+ * platform (seconds; a hanging platform is given up on after a few seconds)
+ * and remember the working ones in the state directory for al_exec. */
+void al_probe_host(al_host_report *report, const char *state_dir, bool probe_gvisor_platforms);
+
+/* Remove what executions left behind after their airlock process died
+ * (SIGKILL, crash): gVisor containers and bundles, cgroups. Entries of a live
+ * airlock are kept. Counts what was removed. */
+typedef struct al_gc_report {
+    unsigned containers, bundles, cgroups;
+} al_gc_report;
+bool al_gc(const char *state_dir, al_gc_report *report, al_error *error);
 
 #ifdef __cplusplus
 }

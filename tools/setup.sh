@@ -14,6 +14,8 @@ PACKAGES=(
     wabt binaryen nodejs wasi-libc
     hyperfine
     autoconf   # tools/build-python.sh: regenerate CPython's configure after debian/patches
+    libseccomp-dev libcap-dev   # the native backend
+    runsc crun bubblewrap       # gVisor backend; crun and bwrap: references in tests and bench
 )
 
 check_only=false

@@ -135,6 +135,30 @@ static void json_dirs(FILE *f, const cli_json_dir *dirs, size_t n) {
     fputc(']', f);
 }
 
+static const struct {
+    uint32_t flag;
+    const char *name;
+} limit_names[] = {
+    {AL_LIMIT_WALL, "wall"},         {AL_LIMIT_CPU, "cpu"},
+    {AL_LIMIT_MEMORY, "memory"},     {AL_LIMIT_PROCESSES, "processes"},
+    {AL_LIMIT_FILE_SIZE, "file_size"}, {AL_LIMIT_OUTPUT, "output"},
+    {AL_LIMIT_FUEL, "fuel"},
+};
+
+/* The fields every backend shares beyond the wasm ones. */
+static void json_sandbox_fields(FILE *f, const al_result *r) {
+    fprintf(f, ", \"signal\": %d, \"limits_hit\": [", r->term_signal);
+    bool first = true;
+    for (size_t i = 0; i < sizeof limit_names / sizeof limit_names[0]; i++) {
+        if (!(r->limits_hit & limit_names[i].flag)) continue;
+        fprintf(f, "%s\"%s\"", first ? "" : ", ", limit_names[i].name);
+        first = false;
+    }
+    fprintf(f, "], \"cpu_ms\": %.3f, \"denied_syscalls\": %" PRIu64 ", \"backend\": ",
+            (double)r->cpu_ns / 1e6, r->denied_syscalls);
+    json_name(f, r->backend, sizeof r->backend);
+}
+
 static bool status_has_error(al_status s) {
     return s != AL_STATUS_OK && s != AL_STATUS_EXIT && s != AL_STATUS_OUTPUT_TRUNCATED;
 }
@@ -154,7 +178,9 @@ void cli_json_write_result(FILE *f, const al_result *r, const cli_json_dir *dirs
     cli_json_string(f, r->stdout_data, r->stdout_len);
     fprintf(f, ", \"stdout_truncated\": %s, \"stderr\": ", r->stdout_truncated ? "true" : "false");
     cli_json_string(f, r->stderr_data, r->stderr_len);
-    fprintf(f, ", \"stderr_truncated\": %s, \"dirs\": ", r->stderr_truncated ? "true" : "false");
+    fprintf(f, ", \"stderr_truncated\": %s", r->stderr_truncated ? "true" : "false");
+    json_sandbox_fields(f, r);
+    fputs(", \"dirs\": ", f);
     json_dirs(f, dirs, ndirs);
     fputs(", \"error\": ", f);
     if (status_has_error(r->status))

@@ -94,6 +94,8 @@ const char *cli_error_kind_name(al_error_kind kind) {
     case AL_ERR_LIMIT: return "limit exceeded";
     case AL_ERR_ARGUMENT: return "bad argument";
     case AL_ERR_NOMEM: return "out of memory";
+    case AL_ERR_SYSTEM: return "system error";
+    case AL_ERR_UNSUPPORTED: return "unsupported";
     }
     return "error";
 }

@@ -13,7 +13,8 @@
 static const char usage_text[] =
     "usage: airlock <command> [options]\n"
     "\n"
-    "Run untrusted WebAssembly with zero trust by default.\n"
+    "Run untrusted code with zero trust by default: WebAssembly in airlock's own\n"
+    "engine, or any Linux program in a native or gVisor sandbox.\n"
     "\n"
     "commands:\n"
     "  run [OPTIONS] MODULE.wasm [-- ARGS...]\n"
@@ -29,6 +30,13 @@ static const char usage_text[] =
     "                     with the options, limits and exit status of `run`\n"
     "                     and only the standard library (see `airlock python\n"
     "                     --help`)\n"
+    "  exec [OPTIONS] [--] PROGRAM [ARGS...]\n"
+    "                     run a Linux program in the native sandbox (namespaces,\n"
+    "                     seccomp, Landlock, cgroups) or, with --isolation gvisor,\n"
+    "                     inside gVisor (see `airlock exec --help`)\n"
+    "  doctor [--json] [--quick]\n"
+    "                     show which isolation mechanisms and backends work here\n"
+    "  gc                 remove what killed airlock processes left behind\n"
     "  validate MODULE.wasm\n"
     "                     decode and validate MODULE; print \"ok\" or the error\n"
     "  version            print the version\n"
@@ -37,7 +45,8 @@ static const char usage_text[] =
     "Run `airlock <command> --help` for a command's details.\n"
     "exit status: 0 ok, 1 module error or trap, 2 usage error; `airlock run`\n"
     "of a WASI command and `airlock python` exit with the guest's code, or\n"
-    "65 invalid module, 70 trap, 71 fuel exhausted, 72 timeout, 73 memory limit\n";
+    "65 invalid module, 70 trap, 71 fuel exhausted, 72 timeout, 73 memory limit;\n"
+    "`airlock exec` adds 128+N (signal N), 69 backend unavailable, 74 CPU limit\n";
 
 static void print_version(void) {
     printf("airlock %s (WebAssembly 2.0 engine)\n", AIRLOCK_VERSION);
@@ -64,6 +73,12 @@ int main(int argc, char **argv) {
         return cli_run(argc - 1, argv + 1);
     if (!strcmp(cmd, "python"))
         return cli_python(argc - 1, argv + 1);
+    if (!strcmp(cmd, "exec"))
+        return cli_exec(argc - 1, argv + 1);
+    if (!strcmp(cmd, "doctor"))
+        return cli_doctor(argc - 1, argv + 1);
+    if (!strcmp(cmd, "gc"))
+        return cli_gc(argc - 1, argv + 1);
     if (!strcmp(cmd, "validate"))
         return cli_validate(argc - 1, argv + 1);
 

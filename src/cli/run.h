@@ -86,6 +86,11 @@ int cli_parse_policy_option(int argc, char **argv, int *i, run_options *opt);
  * built on run_options). */
 int cli_python(int argc, char **argv);
 
+/* exec.c, doctor.c: `airlock exec`, `airlock doctor`, `airlock gc`. */
+int cli_exec(int argc, char **argv);
+int cli_doctor(int argc, char **argv);
+int cli_gc(int argc, char **argv);
+
 /* run_wasi.c: run opt->path as a WASI command; returns the exit code. */
 int cli_run_wasi(const run_options *opt);
 
@@ -94,6 +99,8 @@ int cli_run_wasi(const run_options *opt);
 bool cli_parse_duration_ms(const char *s, uint64_t *ms, const char **why);
 bool cli_parse_size(const char *s, uint64_t *bytes, const char **why);
 bool cli_parse_count(const char *s, uint64_t *n, const char **why);
+/* A size with K/M/G suffix and no wasm bounds (cli_parse_size adds 64K..4G). */
+bool cli_parse_bytes(const char *s, uint64_t *bytes, const char **why);
 bool cli_parse_dir(const char *s, run_dir *out, const char **why);
 bool cli_parse_env(const char *s, const char **why);
 

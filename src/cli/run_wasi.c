@@ -278,7 +278,10 @@ static int exit_code_of(const al_result *r) {
     case AL_STATUS_TIMEOUT: return CLI_EXIT_TIMEOUT;
     case AL_STATUS_MEMORY_LIMIT: return CLI_EXIT_MEMORY;
     case AL_STATUS_INVALID_MODULE: return CLI_EXIT_INVALID_MODULE;
-    case AL_STATUS_ERROR: return CLI_FAIL;
+    case AL_STATUS_ERROR:
+    case AL_STATUS_SIGNALED:    /* the three below come from the */
+    case AL_STATUS_CPU_LIMIT:   /* native and gvisor backends only */
+    case AL_STATUS_UNSUPPORTED: return CLI_FAIL;
     }
     return CLI_FAIL;
 }
@@ -332,6 +335,9 @@ static void print_plain_status(const wasi_run *w) {
                     msglen, r->error.message);
         return;
     case AL_STATUS_ERROR:
+    case AL_STATUS_SIGNALED:
+    case AL_STATUS_CPU_LIMIT:
+    case AL_STATUS_UNSUPPORTED:
         if (!w->module) fprintf(stderr, "airlock: %.*s\n", msglen, r->error.message);
         else cli_print_error(o->path, &r->error);
         return;

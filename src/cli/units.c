@@ -90,7 +90,7 @@ static bool size_unit(const char *suffix, uint64_t *unit) {
     return true;
 }
 
-bool cli_parse_size(const char *s, uint64_t *bytes, const char **why) {
+bool cli_parse_bytes(const char *s, uint64_t *bytes, const char **why) {
     uint64_t n, unit;
     const char *end;
     if (!leading_number(s, &n, &end, why)) return false;
@@ -99,6 +99,15 @@ bool cli_parse_size(const char *s, uint64_t *bytes, const char **why) {
         return false;
     }
     if (!scale(n, unit, bytes, why)) return false;
+    if (*bytes == 0) {
+        *why = "must be greater than zero";
+        return false;
+    }
+    return true;
+}
+
+bool cli_parse_size(const char *s, uint64_t *bytes, const char **why) {
+    if (!cli_parse_bytes(s, bytes, why)) return false;
     if (*bytes < MIN_MEMORY_BYTES) {
         *why = *bytes == 0 ? "must be greater than zero" : "must be at least 64K (one wasm page)";
         return false;

@@ -34,6 +34,10 @@ void al_policy_init(al_policy *policy) {
     policy->max_module_bytes = (size_t)50 << 20;
     policy->stdout_cap = (size_t)1 << 20;
     policy->stderr_cap = (size_t)1 << 20;
+    policy->max_processes = 64;
+    policy->max_open_files = 256;
+    policy->max_file_size = UINT64_C(64) << 20;
+    policy->tmpfs_bytes = UINT64_C(64) << 20;
 }
 
 const char *al_status_name(al_status status) {
@@ -47,6 +51,9 @@ const char *al_status_name(al_status status) {
     case AL_STATUS_OUTPUT_TRUNCATED: return "output_truncated";
     case AL_STATUS_INVALID_MODULE: return "invalid_module";
     case AL_STATUS_ERROR: return "error";
+    case AL_STATUS_SIGNALED: return "signaled";
+    case AL_STATUS_CPU_LIMIT: return "cpu_limit";
+    case AL_STATUS_UNSUPPORTED: return "unsupported";
     }
     return "error"; /* an out-of-range value is not a status we produced */
 }
@@ -171,6 +178,31 @@ static bool check_limits(const al_policy *p, al_error *err) {
     return true;
 }
 
+/* What only the native and gvisor backends read. */
+static bool check_program(const al_policy *p, al_error *err) {
+    if (p->argc == 0 || !p->argv || !p->argv[0] || !p->argv[0][0])
+        return refuse(err, "argv", "a program to run is required (argv[0])");
+    if (p->argc > SANDBOX_MAX_ARGS) return refuse(err, "argv", "too many arguments");
+    if (p->nenv > SANDBOX_MAX_ENV) return refuse(err, "env", "too many variables");
+    if (p->ndirs > SANDBOX_MAX_DIRS) return refuse(err, "dirs", "too many directories");
+    if (p->cwd) {
+        const char *why = guest_path_problem(p->cwd);
+        if (why) return refuse(err, "cwd", why);
+    }
+    for (size_t i = 0; i < p->ndirs; i++)
+        if (!strcmp(p->dirs[i].guest_path, "/") || p->dirs[i].guest_path[strspn(p->dirs[i].guest_path, "/")] == 0)
+            return refuse_at(err, "dirs", i, "a directory cannot replace the sandbox's root");
+    if (p->cpu_time_ms > SANDBOX_MAX_TIMEOUT_MS) return refuse(err, "cpu_time_ms", "too large");
+    if (p->max_memory_bytes != 0 && p->max_memory_bytes < (UINT64_C(4) << 20))
+        return refuse(err, "max_memory_bytes", "below 4 MiB no program can start");
+    if (p->tmpfs_bytes > (UINT64_C(1) << 40)) return refuse(err, "tmpfs_bytes", "too large");
+    if (p->max_open_files > (1u << 20)) return refuse(err, "max_open_files", "at most 1048576");
+    if (p->gvisor_platform && strcmp(p->gvisor_platform, "ptrace") &&
+        strcmp(p->gvisor_platform, "systrap") && strcmp(p->gvisor_platform, "kvm"))
+        return refuse(err, "gvisor_platform", "one of ptrace, systrap, kvm");
+    return true;
+}
+
 al_status sandbox_policy_check(const al_policy *p, al_error *err) {
     if (!p) {
         refuse(err, "policy", "NULL");
@@ -180,8 +212,8 @@ al_status sandbox_policy_check(const al_policy *p, al_error *err) {
     case AL_ISOLATION_WASM: break;
     case AL_ISOLATION_NATIVE:
     case AL_ISOLATION_GVISOR:
-        refuse(err, "isolation", "isolation backend not available yet");
-        return AL_STATUS_ERROR;
+        if (!check_program(p, err)) return AL_STATUS_ERROR;
+        break;
     default:
         refuse(err, "isolation", "unknown isolation backend");
         return AL_STATUS_ERROR;

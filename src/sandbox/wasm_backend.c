@@ -388,10 +388,21 @@ static void collect(run_ctx *rc) {
         r->status = AL_STATUS_OUTPUT_TRUNCATED;
 }
 
+/* The limits behind the outcome, in the same flags the other backends use. */
+static uint32_t wasm_limits_hit(const al_result *r) {
+    uint32_t hit = 0;
+    if (r->status == AL_STATUS_FUEL_EXHAUSTED) hit |= AL_LIMIT_FUEL;
+    if (r->status == AL_STATUS_TIMEOUT) hit |= AL_LIMIT_WALL;
+    if (r->status == AL_STATUS_MEMORY_LIMIT) hit |= AL_LIMIT_MEMORY;
+    if (r->stdout_truncated || r->stderr_truncated) hit |= AL_LIMIT_OUTPUT;
+    return hit;
+}
+
 bool al_run_wasm(const al_policy *policy, const uint8_t *module, size_t len,
                  al_result *result) {
     if (!result) return false;
     memset(result, 0, sizeof *result);
+    snprintf(result->backend, sizeof result->backend, "wasm");
     run_ctx rc;
     memset(&rc, 0, sizeof rc);
     rc.policy = policy;
@@ -409,5 +420,6 @@ bool al_run_wasm(const al_policy *policy, const uint8_t *module, size_t len,
     }
     collect(&rc);
     run_release(&rc);
+    result->limits_hit = wasm_limits_hit(result);
     return true;
 }

@@ -41,6 +41,8 @@ static const char *error_kind_name(al_error_kind kind)
     case AL_ERR_LIMIT: return "limit";
     case AL_ERR_ARGUMENT: return "bad argument";
     case AL_ERR_NOMEM: return "out of memory";
+    case AL_ERR_SYSTEM: return "system error";
+    case AL_ERR_UNSUPPORTED: return "unsupported";
     }
     return "unknown error kind";
 }

@@ -223,14 +223,60 @@ static void expect_policy_error(const al_policy *p, const char *needle) {
     al_result_free(&r);
 }
 
+/* The fields only the native and gvisor backends read, checked through
+ * al_exec before anything starts. */
+static void expect_exec_refused(const al_policy *p, const char *needle) {
+    al_result r;
+    assert_true(al_exec(p, &r));
+    assert_int_equal(r.status, AL_STATUS_ERROR);
+    assert_int_equal(r.error.kind, AL_ERR_ARGUMENT);
+    assert_message(&r, needle);
+    assert_non_null(r.stdout_data);
+    al_result_free(&r);
+}
+
+static void test_program_policy_validation(void **state) {
+    (void)state;
+    const char *argv[] = {"/bin/true"};
+    al_policy p;
+    al_policy_init(&p);
+    p.isolation = AL_ISOLATION_NATIVE;
+    p.argv = argv;
+    p.argc = 1;
+    p.cwd = "relative";
+    expect_exec_refused(&p, "cwd: guest path is not absolute");
+    p.cwd = "/a/../b";
+    expect_exec_refused(&p, "cwd: guest path has a '.' or '..' component");
+    p.cwd = NULL;
+    p.gvisor_platform = "bogus";
+    expect_exec_refused(&p, "gvisor_platform");
+    p.gvisor_platform = NULL;
+    p.max_memory_bytes = 1 << 20;
+    expect_exec_refused(&p, "below 4 MiB");
+    al_policy_init(&p);
+    p.isolation = AL_ISOLATION_GVISOR;
+    p.argv = argv;
+    p.argc = 1;
+    al_dir_grant root = {"/tmp", "//", false};
+    p.dirs = &root;
+    p.ndirs = 1;
+    expect_exec_refused(&p, "cannot replace the sandbox's root");
+    p.ndirs = 0;
+    p.isolation = (al_isolation)42;
+    expect_exec_refused(&p, "unknown isolation backend");
+    assert_string_equal(al_status_name(AL_STATUS_SIGNALED), "signaled");
+    assert_string_equal(al_status_name(AL_STATUS_CPU_LIMIT), "cpu_limit");
+    assert_string_equal(al_status_name(AL_STATUS_UNSUPPORTED), "unsupported");
+}
+
 static void test_policy_validation(void **state) {
     (void)state;
     al_policy p;
     al_policy_init(&p);
     p.isolation = AL_ISOLATION_NATIVE;
-    expect_policy_error(&p, "isolation backend not available yet");
+    expect_policy_error(&p, "a program to run is required");
     p.isolation = AL_ISOLATION_GVISOR;
-    expect_policy_error(&p, "isolation backend not available yet");
+    expect_policy_error(&p, "a program to run is required");
 
     al_policy_init(&p);
     const char *env[] = {"NOEQUALS"};
@@ -518,6 +564,7 @@ int main(void) {
         cmocka_unit_test(test_status_names),
         cmocka_unit_test(test_null_arguments),
         cmocka_unit_test(test_policy_validation),
+        cmocka_unit_test(test_program_policy_validation),
         cmocka_unit_test(test_too_large_before_parsing),
         cmocka_unit_test(test_not_wasm),
         cmocka_unit_test(test_malformed),
