@@ -22,6 +22,7 @@
 #define AIRLOCK_SANDBOX_H
 
 #include <stdarg.h>
+#include <sys/types.h>
 
 #include "airlock.h"
 
@@ -93,8 +94,9 @@ bool sandbox_run_helper(const char *const *argv, int stdin_fd, uint64_t timeout_
 /* The state directory (see al_policy.state_dir), created 0700 if missing and
  * refused if another user owns it. */
 bool sandbox_state_dir(const char *requested, char *out, size_t outlen, al_error *err);
-/* A new unique execution id "al-<pid>-<monotonic ns>-<counter>"; owner pid
- * is in it so al_gc can tell a dead owner. */
+/* A new unique execution id "al-<pid>-<start time>-<counter>": the owner's
+ * pid and its start time (sandbox_process_start_time, against pid reuse) are
+ * in it so al_gc can tell a dead owner from the id alone. */
 void sandbox_new_id(char *out, size_t outlen);
 /* True when the process that made id (its pid, and its start time when
  * recorded) is still alive. */
