@@ -99,7 +99,13 @@ static void close_pair(int p[2]) {
 static _Noreturn void helper_child(const char *const *argv, int stdin_fd, int out_fd, int err_fd) {
     setpgid(0, 0); /* its own group, so a timeout kills its children too */
     int in = stdin_fd >= 0 ? stdin_fd : open("/dev/null", O_RDONLY);
-    if (in < 0 || dup2(in, 0) < 0 || dup2(out_fd, 1) < 0 || dup2(err_fd, 2) < 0) _exit(126);
+    /* An embedder that closed its own stdio may have been given fds 0-2 for
+     * these: move them above 2 first, or one dup2 would overwrite another. */
+    in = in >= 0 ? fcntl(in, F_DUPFD_CLOEXEC, 3) : -1;
+    out_fd = fcntl(out_fd, F_DUPFD_CLOEXEC, 3);
+    err_fd = fcntl(err_fd, F_DUPFD_CLOEXEC, 3);
+    if (in < 0 || out_fd < 0 || err_fd < 0) _exit(126);
+    if (dup2(in, 0) < 0 || dup2(out_fd, 1) < 0 || dup2(err_fd, 2) < 0) _exit(126);
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);

@@ -112,7 +112,7 @@ void sandbox_remove_tree(const char *path);
 bool native_run(const al_policy *policy, al_result *result);
 bool gvisor_run(const al_policy *policy, al_result *result);
 
-/* A warm gVisor sandbox (gvisor/session.c): runsc create + start of an idle
+/* A warm gVisor sandbox (gvisor/warm_session.c): runsc create + start of an idle
  * init once, then one `runsc exec` per execution. */
 typedef struct gvisor_sandbox gvisor_sandbox;
 gvisor_sandbox *gvisor_session_open(const al_policy *policy, al_error *err);

@@ -1,0 +1,199 @@
+/*
+ * gvisor.h — the gVisor backend: a Linux program inside gVisor's user-space
+ * kernel (runsc), described by an OCI bundle. One file per concern:
+ *
+ *   gvisor.c   gvisor_run: one execution = one `runsc run` of a fresh bundle
+ *   warm_session.c  gvisor_session_*: `runsc create` + `start` of an idle init
+ *              once, then one `runsc exec` per execution
+ *   oci.c      the bundle's config.json (and exec's process.json), with jansson
+ *   rootfs.c   the read-only root shared by every sandbox of a state dir
+ *   runsc.c    locating runsc, the platform, its command lines, spawning it
+ *              into airlock's cgroup, killing and deleting containers
+ *   wait.c     the event loop of one runsc client: output pipes, wall and CPU
+ *              deadlines, the exit status from runsc's log, the al_result
+ *   orphans.c  gvisor_collect_orphans: what dead airlock processes left
+ *   platform_probe.c  gvisor_probe: runsc, its version and the platforms that work
+ *
+ * Layout of the state directory (sandbox_state_dir, private 0700):
+ *   <state>/runsc/                runsc --root: runsc's own container state
+ *   <state>/rootfs/               the shared read-only rootfs (rootfs.c)
+ *   <state>/gvisor-platform       the platform choice (platform_probe.c, runsc.c)
+ *   <state>/bundles/<id>/         one per execution or session:
+ *        config.json, owner ("<pid> <start time>"), runsc logs, exec files
+ * The id is sandbox_new_id()'s "al-<pid>-<start>-<n>", which is also the
+ * runsc container id and the name of the cgroup, so al_gc can tie all three
+ * to their (dead) owner.
+ *
+ * Resource limits. gVisor is the isolation boundary; limits are enforced in
+ * two places because this runsc (0.0~20221219) enforces only some of the
+ * rlimits it is given:
+ *   - inside gVisor: RLIMIT_NOFILE, RLIMIT_FSIZE, RLIMIT_NPROC (verified),
+ *     the /tmp tmpfs size (verified). RLIMIT_CPU is passed but this gVisor
+ *     does not enforce it.
+ *   - on the host: runsc itself is started inside a cgroup airlock makes
+ *     (native/cgroup.c), so the sandbox, its gofer and every stub process it
+ *     forks are in it: the memory limit (the host OOM killer ends the whole
+ *     sandbox), the CPU-time limit (cpuacct, polled by wait.c), and the
+ *     guarantee that nothing survives (cgroup_destroy kills what is left).
+ *   runsc runs with --ignore-cgroups: left to itself this runsc moves the
+ *   sandbox into "/<container id>" at the root of every v1 hierarchy when the
+ *   spec has no cgroupsPath (out of airlock's cgroup and its limits).
+ *   We do not hand linux.resources + cgroupsPath to runsc either: it would apply
+ *   pids.max to the host cgroup, where the sentry's own Go threads count (a
+ *   sandbox of one program already has ~60 host threads, so a limit of 64
+ *   kills the sentry), and it removes the cgroups it made before we could
+ *   read the OOM count, peak memory and CPU time.
+ */
+#ifndef AIRLOCK_GVISOR_H
+#define AIRLOCK_GVISOR_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <jansson.h>
+
+#include "native/native.h"
+#include "sandbox.h"
+
+#define GVISOR_ID_MAX 96
+#define GVISOR_PLATFORM_MAX 16
+/* How long a runsc housekeeping command (kill, delete, start, list) may take. */
+#define GVISOR_HELPER_TIMEOUT_MS 30000
+/* After a limit fired and the container was told to die: how long the runsc
+ * client gets to notice before it is SIGKILLed and the cgroup emptied. */
+#define GVISOR_GRACE_MS 5000
+/* How often the CPU-time limit is checked against the cgroup. */
+#define GVISOR_CPU_POLL_MS 50
+
+/* What every runsc command of one sandbox needs. */
+typedef struct gvisor_ctx {
+    char state[PATH_MAX];     /* the state directory */
+    char runsc[PATH_MAX];     /* the runsc binary */
+    char root[PATH_MAX];      /* <state>/runsc, runsc's --root */
+    char platform[GVISOR_PLATFORM_MAX];
+} gvisor_ctx;
+
+/* One bundle directory and the container id it belongs to. */
+typedef struct gvisor_bundle {
+    char id[GVISOR_ID_MAX];
+    char dir[PATH_MAX];       /* <state>/bundles/<id> */
+} gvisor_bundle;
+
+/* ---- runsc.c ----------------------------------------------------------------- */
+/* Locate runsc: $PATH, then /usr/bin, /usr/sbin. False if none is executable. */
+bool gvisor_find_runsc(char *out, size_t outlen);
+/* State dir, runsc and platform for a policy (policy->gvisor_platform, else
+ * the probe's cached choice, else the best platform runsc lists). A missing
+ * runsc is AL_ERR_UNSUPPORTED. */
+bool gvisor_ctx_init(gvisor_ctx *ctx, const char *state_dir, const char *platform,
+                     al_error *err);
+/* The platforms `runsc help platforms` names, space-separated. */
+bool gvisor_list_platforms(const char *runsc, char *out, size_t outlen);
+/* The platform to use without probing: systrap when runsc has it, else ptrace. */
+void gvisor_default_platform(const char *listed, char *out, size_t outlen);
+/* The cached choice in <state>/gvisor-platform ("" when there is none). */
+void gvisor_cached_platform(const char *state, char *out, size_t outlen,
+                            char *working, size_t working_len);
+bool gvisor_write_platform_cache(const char *state, const char *chosen, const char *working);
+
+/* Fill argv with "runsc --root R --platform P --network=none --ignore-cgroups
+ * [log flags]"
+ * (log flags when log_path: --debug --debug-log=LOG --debug-command=CMD),
+ * then the subcommand words in sub (NULL-terminated). argv has room for
+ * GVISOR_ARGV_MAX entries and is NULL-terminated. False when it would not fit. */
+#define GVISOR_ARGV_MAX 32
+bool gvisor_argv(const gvisor_ctx *ctx, const char *log_path, const char *log_command,
+                 const char *const *sub, const char **argv);
+/* Run a housekeeping runsc command; *status as from waitpid (-1 on timeout). */
+bool gvisor_runsc(const gvisor_ctx *ctx, const char *const *sub, int *status,
+                  sandbox_capture *out, al_error *err);
+/* Start argv with stdin/stdout/stderr on the given fds, in cg (when
+ * cg->version != 0) before it runs a single instruction of runsc, every other
+ * fd closed, a minimal environment. *pidfd for poll. */
+bool gvisor_spawn(const char *const *argv, int in_fd, int out_fd, int err_fd,
+                  const native_cgroup *cg, pid_t *pid, int *pidfd, al_error *err);
+/* Best effort, ignores errors: `kill --all ID KILL`, then `delete --force ID`. */
+void gvisor_destroy_container(const gvisor_ctx *ctx, const char *id);
+
+/* ---- bundles (gvisor.c) ------------------------------------------------------ */
+/* Make <state>/bundles/<new id>/ (0700) with its owner file. */
+bool gvisor_bundle_create(const gvisor_ctx *ctx, gvisor_bundle *b, al_error *err);
+void gvisor_bundle_remove(const gvisor_bundle *b);
+/* The cgroup for a bundle (memory limit from the policy, no pids limit: see
+ * above). cg->version == 0 when none is writable; then a memory limit cannot
+ * be enforced and that is an error (AL_ERR_UNSUPPORTED), never a weaker run. */
+bool gvisor_cgroup_create(native_cgroup *cg, const gvisor_bundle *b, const al_policy *p,
+                          al_error *err);
+/* "gvisor (ptrace)" into result->backend. */
+void gvisor_set_backend(al_result *result, const char *platform);
+
+/* ---- rootfs.c ---------------------------------------------------------------- */
+/* <state>/rootfs, built once (in a temporary directory, then renamed into
+ * place so a concurrent builder or a crash never leaves a half-built root). */
+bool gvisor_rootfs_ensure(const char *state, char *out, size_t outlen, al_error *err);
+/* Top-level directories of the host that live under /usr on a merged-/usr
+ * system (bin, sbin, lib, lib32, lib64, libx32). */
+extern const char *const gvisor_top_dirs[];
+/* How the host has /NAME: 0 absent, 1 a symlink into /usr (the rootfs gets
+ * the same symlink), 2 a real directory (bind-mounted read-only). */
+int gvisor_top_dir_kind(const char *name);
+
+/* ---- oci.c ------------------------------------------------------------------- */
+/* The guest working directory: policy->cwd, else the first grant, else /tmp. */
+const char *gvisor_guest_cwd(const al_policy *p);
+/* <bundle>/config.json: the container runs argv (policy->argv when NULL). */
+bool gvisor_write_config(const char *bundle_dir, const char *rootfs, const al_policy *p,
+                         const char *const *argv, size_t argc, al_error *err);
+/* A process.json for `runsc exec --process`: policy argv, env, cwd. */
+bool gvisor_write_process(const char *path, const al_policy *p, const char *const *argv,
+                          size_t argc, al_error *err);
+
+/* ---- wait.c ------------------------------------------------------------------ */
+typedef enum gvisor_stop_reason {
+    GVISOR_STOP_NONE = 0,
+    GVISOR_STOP_WALL,
+    GVISOR_STOP_CPU,
+} gvisor_stop_reason;
+
+/* One runsc client (run or exec) being watched. */
+typedef struct gvisor_watch {
+    pid_t pid;                /* the runsc client, our child */
+    int pidfd;
+    int out_fd, err_fd;       /* read ends of the program's stdout/stderr */
+    sandbox_capture out, err;
+    uint64_t start_ns;
+    uint64_t timeout_ms;      /* 0: none */
+    uint64_t cpu_limit_ns;    /* 0: none */
+    const native_cgroup *cg;  /* CPU usage source (may be version 0) */
+    uint64_t cpu_base_ns;     /* cgroup CPU usage when the execution started */
+    /* Called once when a limit fires: make the container's program die. */
+    void (*stop)(void *arg);
+    void *stop_arg;
+    /* out */
+    gvisor_stop_reason fired;
+    int client_status;        /* waitpid status of the runsc client */
+    uint64_t end_ns;
+} gvisor_watch;
+
+/* Watch until the client exits (calling stop and, after GVISOR_GRACE_MS,
+ * SIGKILLing the client when a limit fires). Closes the fds it was given. */
+void gvisor_watch_run(gvisor_watch *w);
+/* The wait status runsc logged ("Exiting with status: N"), or -1 when runsc
+ * failed before the program ended (then *why gets runsc's own message), or
+ * GVISOR_NO_LOG when runsc wrote no log at all. */
+#define GVISOR_NO_LOG (-2)
+int gvisor_log_status(const char *log_path, char *why, size_t whylen);
+/* Fill result from the watch, the logged status and the cgroup's stats. */
+void gvisor_fill_result(al_result *result, gvisor_watch *w, int wait_status,
+                        const char *runsc_error, const native_cgroup_stats *stats);
+
+/* ---- orphans.c --------------------------------------------------------------- */
+/* Bundles whose owner is dead: their containers killed and deleted, the
+ * bundle removed. thorough: also containers runsc lists that have no bundle
+ * (costs one `runsc list`). */
+void gvisor_collect(const gvisor_ctx *ctx, bool thorough, unsigned *containers,
+                    unsigned *bundles);
+
+#endif

@@ -1,0 +1,488 @@
+/*
+ * test_gvisor.c — the gVisor backend (src/sandbox/gvisor/) through the
+ * public API: al_exec with AL_ISOLATION_GVISOR, al_session_*, al_gc,
+ * running real programs from the host's /usr inside runsc.
+ *
+ * What it pins down: the statuses the backend produces (ok, exit, signaled,
+ * timeout, cpu_limit, memory_limit, output_truncated, error) with exit code,
+ * signal and limits_hit; stdin, the clean environment and the guest
+ * identity; granted directories (rw and ro); a session keeping /tmp across
+ * executions and surviving one execution's timeout; and cleanup — a timeout
+ * with background children leaves no runsc process of the test's state
+ * directory behind, and an airlock killed mid-run (SIGKILL) leaves a
+ * container, a bundle and a cgroup that al_gc removes.
+ *
+ * Every test uses its own state directory under /tmp, so runsc processes
+ * are recognised by that path in their command line. When runsc is missing
+ * or the test does not run as root (runsc needs it) everything is skipped
+ * with the reason printed. The whole file runs in about 20 s.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "airlock.h"
+
+static char state_dir[64];
+static bool gvisor_ok;
+static char skip_reason[300];
+
+static al_policy policy_for(const char *const *argv) {
+    al_policy p;
+    al_policy_init(&p);
+    p.isolation = AL_ISOLATION_GVISOR;
+    p.argv = argv;
+    p.argc = 0;
+    while (argv[p.argc]) p.argc++;
+    p.timeout_ms = 20000; /* a safety net: no test should come near it */
+    p.state_dir = state_dir;
+    return p;
+}
+
+static al_result run(const al_policy *p) {
+    al_result r;
+    memset(&r, 0xAB, sizeof r); /* al_exec must initialise everything */
+    assert_true(al_exec(p, &r));
+    assert_true(!strncmp(r.backend, "gvisor (", 8));
+    return r;
+}
+
+static al_result run_argv(const char *const *argv) {
+    al_policy p = policy_for(argv);
+    return run(&p);
+}
+
+#define SKIP_UNLESS_GVISOR()                             \
+    do {                                                 \
+        if (!gvisor_ok) {                                \
+            print_message("skipped: %s\n", skip_reason); \
+            skip();                                      \
+        }                                                \
+    } while (0)
+
+/* Processes whose command line mentions our state directory (runsc, its
+ * sandbox and gofer all carry --root <state>/runsc). */
+static int runsc_processes(void) {
+    DIR *d = opendir("/proc");
+    assert_non_null(d);
+    int count = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+        char path[300], buf[4096];
+        snprintf(path, sizeof path, "/proc/%s/cmdline", e->d_name);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0) continue;
+        ssize_t n = read(fd, buf, sizeof buf - 1);
+        close(fd);
+        if (n <= 0) continue;
+        for (ssize_t i = 0; i < n; i++)
+            if (buf[i] == 0) buf[i] = ' ';
+        buf[n] = 0;
+        if (strstr(buf, state_dir)) count++;
+    }
+    closedir(d);
+    return count;
+}
+
+/* Wait up to ms for our runsc processes to be gone (SIGKILL is async). */
+static int runsc_processes_settled(int ms) {
+    int n = runsc_processes();
+    for (int waited = 0; n > 0 && waited < ms; waited += 50) {
+        usleep(50000);
+        n = runsc_processes();
+    }
+    return n;
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+    (void)remove(path); /* best effort */
+    return 0;
+}
+
+static void remove_tree(const char *path) { nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS); }
+
+static int group_setup(void **state) {
+    snprintf(state_dir, sizeof state_dir, "/tmp/airlock-gvisor-test-XXXXXX");
+    if (!mkdtemp(state_dir)) return -1;
+    if (geteuid() != 0) {
+        snprintf(skip_reason, sizeof skip_reason, "runsc needs root; running as uid %u",
+                 (unsigned)geteuid());
+        return 0;
+    }
+    static const char *const argv[] = {"/bin/true", NULL};
+    al_policy p = policy_for(argv);
+    al_result r;
+    memset(&r, 0, sizeof r);
+    al_exec(&p, &r);
+    gvisor_ok = r.status == AL_STATUS_OK;
+    if (!gvisor_ok)
+        snprintf(skip_reason, sizeof skip_reason, "gvisor backend unavailable (%s): %s",
+                 al_status_name(r.status), r.error.message);
+    al_result_free(&r);
+    return 0;
+}
+
+static int group_teardown(void **state) {
+    al_gc(state_dir, NULL, NULL);
+    remove_tree(state_dir);
+    return 0;
+}
+
+/* ---- outcomes ------------------------------------------------------------------ */
+
+static void test_echo(void **state) {
+    SKIP_UNLESS_GVISOR();
+    static const char *const argv[] = {"/bin/echo", "hello", "world", NULL};
+    al_result r = run_argv(argv);
+    assert_int_equal(r.status, AL_STATUS_OK);
+    assert_int_equal(r.exit_code, 0);
+    assert_string_equal((char *)r.stdout_data, "hello world\n");
+    assert_int_equal(r.stderr_len, 0);
+    assert_int_equal(r.denied_syscalls, 0);
+    assert_true(r.wall_ns > 0);
+    al_result_free(&r);
+}
+
+static void test_exit_code(void **state) {
+    SKIP_UNLESS_GVISOR();
+    static const char *const argv[] = {"sh", "-c", "echo oops >&2; exit 3", NULL};
+    al_result r = run_argv(argv);
+    assert_int_equal(r.status, AL_STATUS_EXIT);
+    assert_int_equal(r.exit_code, 3);
+    assert_int_equal(r.term_signal, 0);
+    assert_string_equal((char *)r.stderr_data, "oops\n");
+    al_result_free(&r);
+}
+
+/* Told apart from "exit 137": the status comes from runsc's log, not its
+ * exit code. */
+static void test_signaled(void **state) {
+    SKIP_UNLESS_GVISOR();
+    static const char *const argv[] = {"sh", "-c", "kill -9 $$", NULL};
+    al_result r = run_argv(argv);
+    assert_int_equal(r.status, AL_STATUS_SIGNALED);
+    assert_int_equal(r.term_signal, SIGKILL);
+    al_result_free(&r);
+    static const char *const argv2[] = {"sh", "-c", "exit 137", NULL};
+    r = run_argv(argv2);
+    assert_int_equal(r.status, AL_STATUS_EXIT);
+    assert_int_equal(r.exit_code, 137);
+    assert_int_equal(r.term_signal, 0);
+    al_result_free(&r);
+}
+
+static void test_python(void **state) {
+    SKIP_UNLESS_GVISOR();
+    if (access("/usr/bin/python3", X_OK) != 0) skip();
+    static const char *const argv[] = {"python3", "-c", "print(2+2)", NULL};
+    al_result r = run_argv(argv);
+    assert_int_equal(r.status, AL_STATUS_OK);
+    assert_string_equal((char *)r.stdout_data, "4\n");
+    al_result_free(&r);
+}
+
+static void test_missing_program(void **state) {
+    SKIP_UNLESS_GVISOR();
+    static const char *const argv[] = {"/no/such/program", NULL};
+    al_result r = run_argv(argv);
+    assert_int_equal(r.status, AL_STATUS_ERROR);
+    assert_non_null(strstr(r.error.message, "/no/such/program"));
+    al_result_free(&r);
+}
+
+static void test_stdin_and_output_cap(void **state) {
+    SKIP_UNLESS_GVISOR();
+    static const char *const cat[] = {"cat", NULL};
+    al_policy p = policy_for(cat);
+    p.stdin_data = (const uint8_t *)"from stdin\n";
+    p.stdin_len = 11;
+    al_result r = run(&p);
+    assert_int_equal(r.status, AL_STATUS_OK);
+    assert_string_equal((char *)r.stdout_data, "from stdin\n");
+    al_result_free(&r);
+
+    static const char *const yes[] = {"sh", "-c", "yes | head -c 200000", NULL};
+    p = policy_for(yes);
+    p.stdout_cap = 1000;
+    r = run(&p);
+    assert_int_equal(r.status, AL_STATUS_OUTPUT_TRUNCATED);
+    assert_int_equal(r.stdout_len, 1000);
+    assert_true(r.stdout_truncated);
+    assert_true(r.limits_hit & AL_LIMIT_OUTPUT);
+    al_result_free(&r);
+}
+
+/* Identity, environment, no host secrets, read-only system. */
+static void test_clean_sandbox(void **state) {
+    SKIP_UNLESS_GVISOR();
+    setenv("AIRLOCK_TEST_SECRET", "hunter2", 1);
+    static const char *const argv[] = {
+        "sh", "-c",
+        "id -u; id -g; hostname; env | sort; cat /etc/shadow 2>/dev/null && echo SHADOW;"
+        "echo x > /usr/airlock-probe 2>/dev/null && echo WROTE-USR; exit 0",
+        NULL};
+    static const char *const env[] = {"GREETING=hi"};
+    al_policy p = policy_for(argv);
+    p.env = env;
+    p.nenv = 1;
+    al_result r = run(&p);
+    unsetenv("AIRLOCK_TEST_SECRET");
+    assert_int_equal(r.status, AL_STATUS_OK);
+    const char *out = (const char *)r.stdout_data;
+    assert_true(!strncmp(out, "1000\n1000\nairlock\n", 18));
+    assert_non_null(strstr(out, "GREETING=hi\n"));
+    assert_non_null(strstr(out, "HOME=/tmp\n"));
+    assert_null(strstr(out, "hunter2"));
+    assert_null(strstr(out, "SHADOW"));
+    assert_null(strstr(out, "WROTE-USR"));
+    al_result_free(&r);
+}
+
+/* ---- granted directories ---------------------------------------------------------- */
+
+static void test_workspace_rw_and_ro(void **state) {
+    SKIP_UNLESS_GVISOR();
+    char ws[128];
+    snprintf(ws, sizeof ws, "%s-ws", state_dir);
+    assert_int_equal(mkdir(ws, 0755), 0);
+    /* The guest is uid 1000 (gVisor writes host files as that uid). */
+    assert_int_equal(chown(ws, 1000, 1000), 0);
+    al_dir_grant rw = {ws, "/workspace", false};
+    static const char *const write_argv[] = {
+        "sh", "-c", "pwd; echo data > out.txt && echo written", NULL};
+    al_policy p = policy_for(write_argv);
+    p.dirs = &rw;
+    p.ndirs = 1;
+    al_result r = run(&p);
+    assert_int_equal(r.status, AL_STATUS_OK);
+    assert_string_equal((char *)r.stdout_data, "/workspace\nwritten\n");
+    al_result_free(&r);
+    char file[160];
+    snprintf(file, sizeof file, "%s/out.txt", ws);
+    struct stat st;
+    assert_int_equal(stat(file, &st), 0);
+    assert_int_equal(st.st_uid, 1000);
+
+    al_dir_grant ro = {ws, "/data", true};
+    static const char *const ro_argv[] = {"sh", "-c", "cat /data/out.txt; echo y > /data/y", NULL};
+    p = policy_for(ro_argv);
+    p.dirs = &ro;
+    p.ndirs = 1;
+    r = run(&p);
+    assert_int_equal(r.status, AL_STATUS_EXIT);
+    assert_string_equal((char *)r.stdout_data, "data\n");
+    assert_non_null(strstr((char *)r.stderr_data, "Read-only file system"));
+    al_result_free(&r);
+    snprintf(file, sizeof file, "%s/y", ws);
+    assert_int_not_equal(access(file, F_OK), 0);
+    remove_tree(ws);
+}
+
+/* ---- limits ------------------------------------------------------------------ */
+
+static void test_timeout_kills_everything(void **state) {
+    SKIP_UNLESS_GVISOR();
+    assert_int_equal(runsc_processes(), 0);
+    static const char *const argv[] = {
+        "sh", "-c", "sleep 100 & (sleep 200 &); echo started; sleep 100", NULL};
+    al_policy p = policy_for(argv);
+    p.timeout_ms = 1500;
+    al_result r = run(&p);
+    assert_int_equal(r.status, AL_STATUS_TIMEOUT);
+    assert_true(r.limits_hit & AL_LIMIT_WALL);
+    assert_string_equal((char *)r.stdout_data, "started\n");
+    assert_true(r.wall_ns < UINT64_C(8000000000));
+    al_result_free(&r);
+    assert_int_equal(runsc_processes_settled(2000), 0);
+}
+
+static void test_cpu_limit(void **state) {
+    SKIP_UNLESS_GVISOR();
+    static const char *const argv[] = {"sh", "-c", "while :; do :; done", NULL};
+    al_policy p = policy_for(argv);
+    p.cpu_time_ms = 800;
+    al_result r = run(&p);
+    if (r.status == AL_STATUS_UNSUPPORTED) { /* no cgroup: cannot be enforced here */
+        al_result_free(&r);
+        skip();
+    }
+    assert_int_equal(r.status, AL_STATUS_CPU_LIMIT);
+    assert_true(r.limits_hit & AL_LIMIT_CPU);
+    assert_true(r.cpu_ns >= UINT64_C(800000000));
+    al_result_free(&r);
+}
+
+static void test_memory_limit(void **state) {
+    SKIP_UNLESS_GVISOR();
+    if (access("/usr/bin/python3", X_OK) != 0) skip();
+    static const char *const argv[] = {
+        "python3", "-c", "x = []\nwhile True: x.append(bytearray(8 << 20))\n", NULL};
+    al_policy p = policy_for(argv);
+    p.max_memory_bytes = UINT64_C(128) << 20;
+    al_result r = run(&p);
+    if (r.status == AL_STATUS_UNSUPPORTED) {
+        print_message("memory limit unsupported here: %s\n", r.error.message);
+        al_result_free(&r);
+        skip();
+    }
+    assert_int_equal(r.status, AL_STATUS_MEMORY_LIMIT);
+    assert_true(r.limits_hit & AL_LIMIT_MEMORY);
+    /* The cgroup's peak: the sandbox as a whole (sentry included). */
+    assert_true(r.peak_memory_bytes > 0 && r.peak_memory_bytes <= (UINT64_C(129) << 20));
+    al_result_free(&r);
+    assert_int_equal(runsc_processes_settled(2000), 0);
+}
+
+static void test_process_limit(void **state) {
+    SKIP_UNLESS_GVISOR();
+    static const char *const argv[] = {
+        "sh", "-c", "for i in $(seq 60); do sleep 5 & done 2>/dev/null; echo after", NULL};
+    al_policy p = policy_for(argv);
+    p.max_processes = 16;
+    al_result r = run(&p);
+    /* dash gives up ("Cannot fork") once RLIMIT_NPROC refuses a fork. */
+    assert_int_equal(r.status, AL_STATUS_EXIT);
+    assert_null(strstr((char *)r.stdout_data, "after"));
+    al_result_free(&r);
+}
+
+/* ---- sessions ------------------------------------------------------------------ */
+
+static al_result session_run(al_session *s, const char *const *argv, uint64_t timeout_ms) {
+    al_policy p = policy_for(argv);
+    p.timeout_ms = timeout_ms;
+    al_result r;
+    memset(&r, 0xAB, sizeof r);
+    assert_true(al_session_exec(s, &p, &r));
+    return r;
+}
+
+static void test_session(void **state) {
+    SKIP_UNLESS_GVISOR();
+    static const char *const none[] = {"/bin/true", NULL};
+    al_policy p = policy_for(none);
+    al_error err;
+    al_session *s = al_session_open(&p, &err);
+    assert_non_null(s);
+
+    static const char *const first[] = {"sh", "-c", "echo one > /tmp/state; (sleep 300 &)", NULL};
+    static const char *const second[] = {"sh", "-c", "cat /tmp/state; echo two >> /tmp/state", NULL};
+    static const char *const third[] = {"cat", "/tmp/state", NULL};
+    al_result r = session_run(s, first, 10000);
+    assert_int_equal(r.status, AL_STATUS_OK);
+    al_result_free(&r);
+    r = session_run(s, second, 10000);
+    assert_int_equal(r.status, AL_STATUS_OK);
+    assert_string_equal((char *)r.stdout_data, "one\n");
+    al_result_free(&r);
+    r = session_run(s, third, 10000);
+    assert_int_equal(r.status, AL_STATUS_OK);
+    assert_string_equal((char *)r.stdout_data, "one\ntwo\n");
+    assert_true(!strncmp(r.backend, "gvisor (", 8));
+    al_result_free(&r);
+
+    /* A timeout kills that execution's process group, not the session. */
+    static const char *const slow[] = {"sh", "-c", "sleep 100 & sleep 100", NULL};
+    r = session_run(s, slow, 1000);
+    assert_int_equal(r.status, AL_STATUS_TIMEOUT);
+    assert_true(r.limits_hit & AL_LIMIT_WALL);
+    assert_true(r.wall_ns < UINT64_C(6000000000));
+    al_result_free(&r);
+    static const char *const after[] = {
+        "sh", "-c", "cat /tmp/state; ps -eo args | grep -c '^sleep 100' || true", NULL};
+    r = session_run(s, after, 10000);
+    assert_int_equal(r.status, AL_STATUS_OK);
+    assert_string_equal((char *)r.stdout_data, "one\ntwo\n0\n");
+    al_result_free(&r);
+
+    static const char *const failing[] = {"sh", "-c", "exit 7", NULL};
+    r = session_run(s, failing, 10000);
+    assert_int_equal(r.status, AL_STATUS_EXIT);
+    assert_int_equal(r.exit_code, 7);
+    al_result_free(&r);
+
+    al_session_close(s);
+    assert_int_equal(runsc_processes_settled(2000), 0);
+}
+
+/* ---- an airlock killed mid-run ----------------------------------------------------- */
+
+static bool container_state_exists(void) {
+    char dir[128];
+    snprintf(dir, sizeof dir, "%s/runsc", state_dir);
+    DIR *d = opendir(dir);
+    if (!d) return false;
+    bool found = false;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        if (strstr(e->d_name, ".state")) found = true;
+    closedir(d);
+    return found;
+}
+
+static void test_gc_after_sigkill(void **state) {
+    SKIP_UNLESS_GVISOR();
+    pid_t child = fork();
+    assert_true(child >= 0);
+    if (child == 0) {
+        static const char *const argv[] = {"sleep", "60", NULL};
+        al_policy p = policy_for(argv);
+        al_result r;
+        al_exec(&p, &r);
+        _exit(0);
+    }
+    for (int waited = 0; !container_state_exists() && waited < 10000; waited += 50) usleep(50000);
+    assert_true(container_state_exists());
+    usleep(300000);
+    kill(child, SIGKILL);
+    assert_int_equal(waitpid(child, NULL, 0), child);
+    assert_true(runsc_processes() > 0); /* the sandbox outlived its airlock */
+
+    al_gc_report rep;
+    al_error err;
+    assert_true(al_gc(state_dir, &rep, &err));
+    assert_true(rep.containers >= 1);
+    assert_true(rep.bundles >= 1);
+    assert_int_equal(runsc_processes_settled(3000), 0);
+    assert_false(container_state_exists());
+    /* A second pass finds nothing more. */
+    assert_true(al_gc(state_dir, &rep, &err));
+    assert_int_equal(rep.containers, 0);
+    assert_int_equal(rep.bundles, 0);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_echo),
+        cmocka_unit_test(test_exit_code),
+        cmocka_unit_test(test_signaled),
+        cmocka_unit_test(test_python),
+        cmocka_unit_test(test_missing_program),
+        cmocka_unit_test(test_stdin_and_output_cap),
+        cmocka_unit_test(test_clean_sandbox),
+        cmocka_unit_test(test_workspace_rw_and_ro),
+        cmocka_unit_test(test_timeout_kills_everything),
+        cmocka_unit_test(test_cpu_limit),
+        cmocka_unit_test(test_memory_limit),
+        cmocka_unit_test(test_process_limit),
+        cmocka_unit_test(test_session),
+        cmocka_unit_test(test_gc_after_sigkill),
+    };
+    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
