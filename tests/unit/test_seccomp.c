@@ -9,6 +9,14 @@
  * child ends with _exit, because LeakSanitizer's exit-time scan ptraces the
  * process, which the filter refuses.
  *
+ * The filters are compiled once in this process (seccomp_prepare, as
+ * native.c does before clone) and only loaded in the children
+ * (seccomp_install, as the sandbox's program process does). Two tests check
+ * that loading never allocates: with the sanitizer's allocator hooks where
+ * the build has them, and by loading in raw clones of this process while
+ * another thread allocates (a child that needed an allocator lock that
+ * thread held at clone time would hang).
+ *
  * The checks are chosen so that the filter, not a missing capability, is
  * what refuses: where the kernel would also say EPERM for lack of a
  * capability, the notify test counts the call, and a count only moves when
@@ -31,6 +39,7 @@
 #include <sched.h>
 #include <seccomp.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -108,6 +117,17 @@ static void gain_caps_if_unprivileged(void) {
         CHECK_WHAT(unshare(CLONE_NEWUSER) == 0, strerror(errno));
 }
 
+/* The two filters, compiled in this (parent) process by the group setup
+ * and inherited by every forked child. */
+static struct {
+    native_seccomp_filter deny;   /* denied calls fail with EPERM */
+    native_seccomp_filter notify; /* denied calls go to a listener */
+} filters;
+
+static const native_seccomp_filter *filter_for(bool notify) {
+    return notify ? &filters.notify : &filters.deny;
+}
+
 /* In a child: what the program's process does last before execve. */
 static int sandbox_self(bool notify) {
     const char *step = "";
@@ -115,7 +135,7 @@ static int sandbox_self(bool notify) {
     gain_caps_if_unprivileged();
     CHECK_WHAT(caps_drop_all(&step), step);
     int fd = 12345;
-    CHECK_WHAT(seccomp_install(notify, &fd, &step), step);
+    CHECK_WHAT(seccomp_install(filter_for(notify), &fd, &step), step);
     CHECK(notify ? fd >= 0 : fd == -1);
     return fd;
 }
@@ -693,6 +713,232 @@ static void test_caps(void **state) {
     expect_child_ok(caps_userns_child, NULL);
 }
 
+/* ---- preparing in the parent, installing in the child --------------------------- */
+
+static int prepare_filters(void **state) {
+    al_error err;
+    memset(&err, 0, sizeof err);
+    if (!seccomp_prepare(&filters.deny, false, &err) ||
+        !seccomp_prepare(&filters.notify, true, &err)) {
+        print_error("seccomp_prepare: %s\n", err.message);
+        return -1;
+    }
+    return 0;
+}
+
+/* Whether some instruction of the program returns `ret`. */
+static bool returns(const native_seccomp_filter *f, uint32_t ret) {
+    for (unsigned i = 0; i < f->len; i++)
+        if (f->code[i].code == (BPF_RET | BPF_K) && f->code[i].k == ret)
+            return true;
+    return false;
+}
+
+static void check_filter(const native_seccomp_filter *f, bool notify) {
+    assert_true(f->len > 0 && f->len <= BPF_MAXINSNS);
+    assert_int_equal(f->use_notify, notify);
+    /* the architecture is checked first: other ABIs are killed */
+    assert_int_equal(f->code[0].code, BPF_LD | BPF_W | BPF_ABS);
+    assert_int_equal(f->code[0].k, offsetof(struct seccomp_data, arch));
+    assert_true(returns(f, SECCOMP_RET_KILL_PROCESS));
+    assert_true(returns(f, SECCOMP_RET_ALLOW));
+    assert_true(returns(f, SECCOMP_RET_ERRNO | ENOSYS)); /* clone3 */
+    /* a denial is either a notification or EPERM, never both */
+    assert_int_equal(returns(f, SECCOMP_RET_USER_NOTIF), notify);
+    assert_int_equal(returns(f, SECCOMP_RET_ERRNO | EPERM), !notify);
+}
+
+/* Prepare both filters again and again; each must come out identical to
+ * the group setup's. Returns the number of differences. */
+static void *prepare_repeatedly(void *arg) {
+    native_seccomp_filter *f = malloc(sizeof *f);
+    uintptr_t bad = f == NULL;
+    for (int i = 0; f != NULL && i < 10; i++) {
+        bool notify = i & 1;
+        const native_seccomp_filter *want = filter_for(notify);
+        al_error err;
+        if (!seccomp_prepare(f, notify, &err) || f->len != want->len ||
+            f->use_notify != notify ||
+            memcmp(f->code, want->code, f->len * sizeof f->code[0]) != 0)
+            bad++;
+    }
+    free(f);
+    return (void *)bad;
+}
+
+static void test_prepare(void **state) {
+    check_filter(&filters.deny, false);
+    check_filter(&filters.notify, true);
+    /* the same program every time, also from several threads at once
+     * (seccomp_prepare runs in embedders' threads, concurrently) */
+    pthread_t threads[4];
+    for (size_t i = 0; i < 4; i++)
+        assert_int_equal(pthread_create(&threads[i], NULL, prepare_repeatedly, NULL), 0);
+    uintptr_t bad = 0;
+    for (size_t i = 0; i < 4; i++) {
+        void *r;
+        assert_int_equal(pthread_join(threads[i], &r), 0);
+        bad += (uintptr_t)r;
+    }
+    assert_int_equal(bad, 0);
+}
+
+/* A filter that was never prepared is refused, and nothing is loaded: the
+ * program must never run without the filter it was promised. */
+static void unprepared_child(void *arg) {
+    static const native_seccomp_filter none;
+    const char *step = "";
+    no_core_dumps();
+    gain_caps_if_unprivileged();
+    CHECK_WHAT(caps_drop_all(&step), step);
+    int fd = 12345;
+    errno = 0;
+    CHECK(!seccomp_install(&none, &fd, &step));
+    CHECK(errno == EINVAL && fd == -1);
+    CHECK_WHAT(strcmp(step, "seccomp filter not prepared") == 0, step);
+    char value[64];
+    CHECK(status_field("Seccomp", value, sizeof value));
+    CHECK_WHAT(strcmp(value, "0") == 0, value);
+}
+
+static void test_install_unprepared(void **state) {
+    expect_child_ok(unprepared_child, NULL);
+}
+
+/* The sanitizer's allocator hooks, when this build has them (weak: NULL
+ * without ASan). */
+int __sanitizer_install_malloc_and_free_hooks(void (*malloc_hook)(const volatile void *, size_t),
+                                              void (*free_hook)(const volatile void *))
+    __attribute__((weak));
+
+/* Allocations seen since the hooks were installed (in a child only). */
+static volatile unsigned long allocations;
+
+static void count_malloc(const volatile void *p, size_t size) {
+    allocations++;
+}
+
+static void ignore_free(const volatile void *p) {
+}
+
+static void no_malloc_child(void *arg) {
+    const bool *notify = arg;
+    const char *step = "";
+    no_core_dumps();
+    gain_caps_if_unprivileged();
+    CHECK_WHAT(caps_drop_all(&step), step);
+    CHECK(__sanitizer_install_malloc_and_free_hooks(count_malloc, ignore_free) != 0);
+    /* the hooks do see an allocation */
+    void *volatile probe = malloc(16);
+    free(probe);
+    CHECK(allocations >= 1);
+    allocations = 0;
+    int fd = 12345;
+    bool ok = seccomp_install(filter_for(*notify), &fd, &step);
+    unsigned long seen = allocations;
+    CHECK_WHAT(ok, step);
+    CHECK_WHAT(seen == 0, "seccomp_install allocated");
+    CHECK(*notify ? fd >= 0 : fd == -1);
+    char value[64];
+    CHECK(status_field("Seccomp", value, sizeof value));
+    CHECK_WHAT(strcmp(value, "2") == 0, value); /* filter mode */
+}
+
+static void test_install_no_malloc(void **state) {
+    if (__sanitizer_install_malloc_and_free_hooks == NULL) {
+        print_message("no allocator hooks in this build; test_install_stress covers it\n");
+        return;
+    }
+    bool notify = false;
+    expect_child_ok(no_malloc_child, &notify);
+    notify = true;
+    expect_child_ok(no_malloc_child, &notify);
+}
+
+/* ---- the child of a threaded parent ------------------------------------------------ */
+
+static atomic_bool churn_stop;
+
+/* Allocate and free all the time, so the allocator's locks are often held
+ * at the moment of a clone. */
+static void *churn(void *arg) {
+    uint32_t x = (uint32_t)(uintptr_t)arg;
+    while (!atomic_load(&churn_stop)) {
+        x = x * 1103515245u + 12345u;
+        void *volatile p = malloc((x >> 8) % 512 + 1);
+        free(p);
+    }
+    return NULL;
+}
+
+/* Fork-like clone by system call, as native.c starts init: unlike fork(),
+ * glibc's atfork handlers do not take the allocator's locks first, so the
+ * child inherits them as the other threads left them. */
+static pid_t raw_fork(void) {
+    return (pid_t)syscall(SYS_clone, (unsigned long)SIGCHLD, 0, 0, 0, 0);
+}
+
+static _Noreturn void install_and_exit(void) {
+    const char *step = "";
+    int fd = -1;
+    gain_caps_if_unprivileged();
+    if (!caps_drop_all(&step) || !seccomp_install(&filters.notify, &fd, &step))
+        _exit(1);
+    _exit(fd >= 0 ? 0 : 2);
+}
+
+/* waitpid with a deadline. False if pid is still running after ms. */
+static bool wait_within(pid_t pid, long ms, int *status) {
+    struct timespec start, now, nap = {0, 200000};
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    for (;;) {
+        pid_t r = waitpid(pid, status, WNOHANG);
+        if (r == pid)
+            return true;
+        if (r < 0 && errno != EINTR)
+            return false;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        long elapsed = (now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000;
+        if (elapsed > ms)
+            return false;
+        nanosleep(&nap, NULL);
+    }
+}
+
+/* 200 children cloned while another thread allocates: each loads the
+ * filter within 2 s (an allocation in seccomp_install would sooner or later
+ * wait forever on a lock the churning thread held at clone time). Small
+ * sizes and one thread keep it quick under ASan, whose quarantine makes
+ * every clone copy more page tables the more is freed. */
+static void test_install_stress(void **state) {
+    pthread_t churner;
+    atomic_store(&churn_stop, false);
+    assert_int_equal(pthread_create(&churner, NULL, churn, (void *)1), 0);
+    unsigned hung = 0, failed = 0, made = 0;
+    fflush(NULL);
+    for (int i = 0; i < 200; i++) {
+        pid_t pid = raw_fork();
+        if (pid < 0)
+            break;
+        if (pid == 0)
+            install_and_exit();
+        made++;
+        int status = 0;
+        if (!wait_within(pid, 2000, &status)) {
+            hung++;
+            kill(pid, SIGKILL);
+            waitpid(pid, &status, 0);
+        } else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+            failed++;
+        }
+    }
+    atomic_store(&churn_stop, true);
+    assert_int_equal(pthread_join(churner, NULL), 0);
+    assert_int_equal(made, 200);
+    assert_int_equal(hung, 0);
+    assert_int_equal(failed, 0);
+}
+
 /* ---- rlimits --------------------------------------------------------------------- */
 
 static native_plan *new_plan(void) {
@@ -841,9 +1087,13 @@ int main(void) {
         cmocka_unit_test(test_notify_caller_killed),
         cmocka_unit_test(test_answer_bad_fds),
         cmocka_unit_test(test_probe),
+        cmocka_unit_test(test_prepare),
+        cmocka_unit_test(test_install_unprepared),
+        cmocka_unit_test(test_install_no_malloc),
+        cmocka_unit_test(test_install_stress),
         cmocka_unit_test(test_caps),
         cmocka_unit_test(test_rlimits),
         cmocka_unit_test(test_parent_unrestricted),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return cmocka_run_group_tests(tests, prepare_filters, NULL);
 }

@@ -33,11 +33,11 @@
  * parent may have had other threads at clone time, whose locks are frozen
  * in this copy. Credential changes use raw syscalls because glibc's
  * setresuid would try to broadcast the change to those phantom threads. The
- * one exception is seccomp_install (libseccomp allocates) in the program's
- * process. Every failure is a NATIVE_MSG_ERROR naming the step; nothing is
- * printed. Only pid 1 and the program's process before execve hold the
- * control socket; it is close-on-exec, so the untrusted program never can
- * forge a message.
+ * seccomp filter arrives compiled in the plan (seccomp_prepare ran in the
+ * parent), so loading it is one system call. Every failure is a
+ * NATIVE_MSG_ERROR naming the step; nothing is printed. Only pid 1 and the
+ * program's process before execve hold the control socket; it is
+ * close-on-exec, so the untrusted program never can forge a message.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -362,7 +362,7 @@ static _Noreturn void program_main(const native_plan *plan) {
     if (!caps_drop_all(&step)) native_child_fail(ctl, step);
     int notify_fd = -1;
     step = "seccomp";
-    if (!seccomp_install(plan->seccomp_notify, &notify_fd, &step)) native_child_fail(ctl, step);
+    if (!seccomp_install(&plan->seccomp, &notify_fd, &step)) native_child_fail(ctl, step);
     if (notify_fd >= 0) {
         native_msg msg;
         memset(&msg, 0, sizeof msg);

@@ -4,7 +4,9 @@
  * One run, in order:
  *   1. plan: argv/envp copies (the policy's env plus PATH, HOME, LANG when it
  *      does not set them), cwd, the host ids the guest maps to, one fd per
- *      granted directory opened here as the caller, the limits;
+ *      granted directory opened here as the caller, the limits, the
+ *      seccomp filter compiled to BPF (the child only loads it: libseccomp
+ *      allocates);
  *   2. channels: stdout/stderr pipes, a sealed memfd holding stdin, the
  *      SOCK_SEQPACKET control pair, the sync socket;
  *   3. the cgroup (memory, pids, cpu), or rlimit fallbacks when none is
@@ -217,6 +219,19 @@ static void build_identity_and_limits(native_run_ctx *ctx) {
     plan->max_file_size = p->max_file_size;
     plan->seccomp_notify = true;
     plan->landlock_abi = landlock_abi_version();
+}
+
+/* The seccomp filter is compiled here, not in the child: libseccomp
+ * allocates, and the child is a clone of this possibly multi-threaded
+ * process, where an allocator lock held by another thread at clone time
+ * would never be released (native.h's child rules). */
+static bool prepare_seccomp(native_run_ctx *ctx) {
+    al_error e;
+    memset(&e, 0, sizeof e);
+    if (seccomp_prepare(&ctx->plan.seccomp, ctx->plan.seccomp_notify, &e)) return true;
+    sandbox_set_status(ctx->result, AL_STATUS_ERROR, e.kind ? e.kind : AL_ERR_SYSTEM,
+                       "native: %s", e.message);
+    return false;
 }
 
 /* ---- 2. channels ---------------------------------------------------------------------- */
@@ -663,7 +678,16 @@ static void classify(native_run_ctx *ctx) {
     if (ctx->stats.oom_kills > 0) hit |= AL_LIMIT_MEMORY;
     if (ctx->stats.pids_refused > 0) hit |= AL_LIMIT_PROCESSES;
 
-    if (ctx->got_error) {
+    if (ctx->got_error && strstr(ctx->error_msg.step, "host /proc is partly covered")) {
+        /* A container runtime masked parts of the host's /proc, so the kernel
+         * refuses a fresh proc mount; binding the host's /proc instead would
+         * show host processes. Refuse, never run weaker. */
+        set_outcome(r, AL_STATUS_UNSUPPORTED, AL_ERR_UNSUPPORTED,
+                    "native: cannot mount a private /proc because the host's /proc has "
+                    "paths mounted over it (e.g. Docker's masked paths; run the container "
+                    "with --security-opt systempaths=unconfined): %s",
+                    strerror(ctx->error_msg.err));
+    } else if (ctx->got_error) {
         set_outcome(r, AL_STATUS_ERROR, AL_ERR_SYSTEM, "native: %s: %s", ctx->error_msg.step,
                     strerror(ctx->error_msg.err));
     } else if (ctx->exec_failed) {
@@ -754,7 +778,7 @@ bool native_run(const al_policy *policy, al_result *result) {
     }
     if (build_argv_envp(ctx) && build_grants(ctx)) {
         build_identity_and_limits(ctx);
-        if (open_channels(ctx) && make_cgroup(ctx) && start_init(ctx)) {
+        if (prepare_seccomp(ctx) && open_channels(ctx) && make_cgroup(ctx) && start_init(ctx)) {
             event_loop(ctx);
             reap_init(ctx);
             ctx->t_end = sandbox_now_ns();

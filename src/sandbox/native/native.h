@@ -30,8 +30,10 @@
  *
  * Rules for everything that runs in the child after clone (init.c, mount.c,
  * landlock.c, seccomp.c's install, caps.c, rlimit.c): no malloc, no stdio, no
- * locks — the parent may be multi-threaded. Everything they need is in the
- * native_plan, prepared by the parent. Failures are reported as a
+ * locks — the parent may be multi-threaded, and clone copies another
+ * thread's held allocator lock into the child, where nobody will ever
+ * release it. Everything they need is in the native_plan, prepared by the
+ * parent (the seccomp filter included, as raw BPF). Failures are reported as a
  * native_child_error (errno + a static string naming the step) written to the
  * control socket, never printed.
  */
@@ -39,6 +41,7 @@
 #define AIRLOCK_NATIVE_H
 
 #include <limits.h>
+#include <linux/filter.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -58,6 +61,16 @@ typedef struct native_grant {
     char guest[PATH_MAX];     /* absolute, normalised (no //, ., ..) */
     bool read_only;
 } native_grant;
+
+/* The seccomp filter as the kernel takes it (seccomp.c): built and
+ * compiled by libseccomp in the parent (seccomp_prepare), loaded by the
+ * child with one system call (seccomp_install). Held inline, so the plan
+ * owns it and nothing has to be freed; the kernel's own limit bounds it. */
+typedef struct native_seccomp_filter {
+    struct sock_filter code[BPF_MAXINSNS];
+    unsigned short len;       /* instructions in code; 0: not prepared (install refuses) */
+    bool use_notify;          /* denials are SECCOMP_RET_USER_NOTIF: ask for a listener */
+} native_seccomp_filter;
 
 /* Everything the child needs, built by the parent before clone. */
 typedef struct native_plan {
@@ -91,6 +104,7 @@ typedef struct native_plan {
     int sync_fd;              /* read end: one byte once the uid/gid maps and the
                                  cgroup are in place, EOF if the parent gave up */
     bool seccomp_notify;      /* use user notification (else plain EPERM, uncounted) */
+    native_seccomp_filter seccomp; /* built from seccomp_notify by seccomp_prepare */
     int landlock_abi;         /* 0: skip Landlock */
 } native_plan;
 
@@ -144,12 +158,17 @@ bool caps_drop_all(const char **step);
 bool rlimit_apply(const native_plan *plan, const char **step);
 
 /* ---- seccomp.c -------------------------------------------------------------- */
-/* In the program, last step before execve: load the deny-list filter
- * (deny -> user notification when use_notify, else EPERM). *notify_fd gets
- * the listener (-1 without notify). Uses libseccomp: it allocates, which is
- * acceptable here because the program's process is single-threaded (a fresh
- * fork of init). */
-bool seccomp_install(bool use_notify, int *notify_fd, const char **step);
+/* In the parent, before clone: build the deny-list filter with libseccomp
+ * (deny -> user notification when use_notify, else EPERM; other ABIs
+ * killed) and store it in *f as raw BPF. libseccomp allocates, so this must
+ * never run in the child. False + err on failure (f->len is then 0).
+ * Thread-safe. */
+bool seccomp_prepare(native_seccomp_filter *f, bool use_notify, al_error *err);
+/* In the program, last step before execve (after caps_drop_all has set
+ * no_new_privs): load *f with the seccomp system call. *notify_fd gets the
+ * listener (-1 without notify). No allocation, no locks, no libseccomp:
+ * safe in a clone of a multi-threaded parent. False + *step (errno set). */
+bool seccomp_install(const native_seccomp_filter *f, int *notify_fd, const char **step);
 /* In the parent: answer one pending notification with EPERM and count it.
  * Returns false when the listener is gone (the sandbox ended). */
 bool seccomp_answer(int notify_fd, uint64_t *denied);

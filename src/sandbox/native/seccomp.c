@@ -2,6 +2,17 @@
  * seccomp.c — the native backend's seccomp-bpf filter (libseccomp) and the
  * parent's side of user notification.
  *
+ * Two halves. seccomp_prepare runs in the parent before clone: libseccomp
+ * builds the filter and compiles it to BPF, which is exported (through a
+ * memfd: libseccomp 2.5 has no in-memory export) into the plan's
+ * native_seccomp_filter. seccomp_install runs in the program's process just
+ * before execve and hands that BPF to the kernel with one seccomp(2) call.
+ * The split is what keeps the child from allocating: libseccomp mallocs
+ * throughout, and the child is a clone of a possibly multi-threaded
+ * embedder — an allocator lock another thread held at clone time is held
+ * forever in the child's copy, so a malloc there hangs the run until its
+ * timeout.
+ *
  * The filter is a deny-list: the default action is ALLOW, and it refuses the
  * kernel interfaces an unprivileged program never needs but kernel exploits
  * and sandbox escapes live on (namespaces, mounts, ptrace, keyrings, bpf,
@@ -27,6 +38,16 @@
  *  - a syscall name this libseccomp does not know is skipped (it may be newer
  *    than the library), except for the few recent ones listed with their
  *    number, which is the same on every architecture since 424.
+ *  - seccomp_install does nothing but system calls on the plan's memory: no
+ *    malloc, no locks, no libseccomp. It refuses a filter that was never
+ *    prepared (len 0) rather than run the program unfiltered.
+ *  - libseccomp caches what the kernel supports in process-wide variables
+ *    it fills lazily and without locks. seccomp_prepare serialises its use
+ *    of libseccomp (libseccomp_lock) and fills the cache first; native.c
+ *    calls seccomp_answer only after a seccomp_prepare in the same thread,
+ *    so by then the cache is only read. Concurrent al_exec calls never race
+ *    on it — a torn cache could make notification rules fail, or make
+ *    seccomp_answer report a live listener as gone.
  *  - the listener fd never reaches the program: the kernel opens it
  *    O_CLOEXEC and the caller closes it before execve. Holding it, a program
  *    could answer its own notifications (SECCOMP_USER_NOTIF_FLAG_CONTINUE
@@ -39,15 +60,18 @@
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sched.h>
 #include <seccomp.h>
 #include <signal.h>
 #include <stddef.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/personality.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -99,7 +123,7 @@ static int recent_syscall_number(const char *name) {
     return -1;
 }
 
-/* libseccomp returns -errno; keep it in errno for the control message. */
+/* libseccomp returns -errno; keep it in errno for seccomp_prepare's message. */
 static bool fail(int rc, const char *what, const char **step) {
     errno = rc < 0 ? -rc : EINVAL;
     *step = what;
@@ -268,7 +292,7 @@ static bool build_filter(scmp_filter_ctx ctx, uint32_t deny, const char **step) 
     int rc = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
     if (rc != 0)
         return fail(rc, "seccomp bad-arch action", step);
-    /* Real errnos from seccomp_load instead of ECANCELED. */
+    /* Real errnos from libseccomp instead of ECANCELED. */
     rc = seccomp_attr_set(ctx, SCMP_FLTATR_API_SYSRAWRC, 1);
     if (rc != 0)
         return fail(rc, "seccomp attribute", step);
@@ -281,32 +305,132 @@ static bool build_filter(scmp_filter_ctx ctx, uint32_t deny, const char **step) 
            add_ioctl_rules(ctx, deny, step) && add_personality_rules(ctx, deny, step);
 }
 
-bool seccomp_install(bool use_notify, int *notify_fd, const char **step) {
-    *notify_fd = -1;
-    /* Without no_new_privs (or CAP_SYS_ADMIN) the kernel refuses the filter;
-     * caps_drop_all has set it, libseccomp's default NNP attribute too. */
+/* ---- the parent: building the filter ---------------------------------------- */
+
+/* Serialises libseccomp in this process, and records whether its lazily
+ * filled kernel-support cache has been filled yet (under the lock). */
+static pthread_mutex_t libseccomp_lock = PTHREAD_MUTEX_INITIALIZER;
+static bool libseccomp_warm;
+
+/* Fill libseccomp's cache once, under libseccomp_lock: the API level probe
+ * checks every flag and action the filter uses, and a notification buffer
+ * pair sizes the cache seccomp_answer's allocations read. After this, the
+ * other threads' seccomp_answer only read it. */
+static void warm_libseccomp(void) {
+    if (libseccomp_warm)
+        return;
+    if (seccomp_api_get() >= 5) {
+        struct seccomp_notif *req = NULL;
+        struct seccomp_notif_resp *resp = NULL;
+        if (seccomp_notify_alloc(&req, &resp) == 0)
+            seccomp_notify_free(req, resp);
+    }
+    libseccomp_warm = true;
+}
+
+/* The compiled program, read back from the memfd libseccomp wrote it to.
+ * Refused unless it is a whole number of instructions the kernel accepts
+ * (at most BPF_MAXINSNS): a truncated program would be a different filter. */
+static bool read_program(int fd, native_seccomp_filter *f, al_error *err) {
+    struct stat st;
+    if (fstat(fd, &st) != 0)
+        return sandbox_error_errno(err, "seccomp: fstat of the exported filter");
+    size_t size = (size_t)st.st_size;
+    if (st.st_size <= 0 || size % sizeof(struct sock_filter) != 0)
+        return sandbox_error(err, AL_ERR_SYSTEM, "seccomp: the exported filter has %lld bytes, "
+                             "not whole BPF instructions", (long long)st.st_size);
+    if (size > sizeof f->code)
+        return sandbox_error(err, AL_ERR_LIMIT, "seccomp: the filter has %zu instructions, "
+                             "more than the kernel's %d", size / sizeof(struct sock_filter),
+                             BPF_MAXINSNS);
+    size_t done = 0;
+    unsigned char *dst = (unsigned char *)f->code;
+    while (done < size) {
+        ssize_t n = pread(fd, dst + done, size - done, (off_t)done);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            if (n == 0)
+                errno = EIO;
+            return sandbox_error_errno(err, "seccomp: read the exported filter");
+        }
+        done += (size_t)n;
+    }
+    f->len = (unsigned short)(size / sizeof(struct sock_filter));
+    return true;
+}
+
+static bool export_program(scmp_filter_ctx ctx, native_seccomp_filter *f, al_error *err) {
+    int fd = memfd_create("airlock-seccomp", MFD_CLOEXEC);
+    if (fd < 0)
+        return sandbox_error_errno(err, "seccomp: memfd_create");
+    int rc = seccomp_export_bpf(ctx, fd);
+    bool ok;
+    if (rc != 0) {
+        errno = rc < 0 ? -rc : EINVAL;
+        ok = sandbox_error_errno(err, "seccomp_export_bpf");
+    } else {
+        ok = read_program(fd, f, err);
+    }
+    close(fd);
+    return ok;
+}
+
+/* Build and compile under libseccomp_lock (see the invariants). */
+static bool build_locked(native_seccomp_filter *f, bool use_notify, al_error *err) {
+    warm_libseccomp();
     scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
     if (ctx == NULL)
-        return fail(-ENOMEM, "seccomp_init", step);
+        return sandbox_error(err, AL_ERR_NOMEM, "seccomp_init failed");
     uint32_t deny = use_notify ? SCMP_ACT_NOTIFY : SCMP_ACT_ERRNO(EPERM);
-    bool ok = build_filter(ctx, deny, step);
-    if (ok) {
-        int rc = seccomp_load(ctx);
-        if (rc != 0)
-            ok = fail(rc, "seccomp_load", step);
-    }
-    if (ok && use_notify) {
-        /* The kernel made the listener O_CLOEXEC; libseccomp keeps it open
-         * after seccomp_release. Without it every denied call would fail
-         * with ENOSYS uncounted, so its absence is an error. */
-        int fd = seccomp_notify_fd(ctx);
-        if (fd < 0)
-            ok = fail(fd, "seccomp_notify_fd", step);
-        else
-            *notify_fd = fd;
-    }
+    const char *step = "";
+    bool ok = build_filter(ctx, deny, &step);
+    if (!ok)
+        sandbox_error_errno(err, "seccomp: %s", step);
+    else
+        ok = export_program(ctx, f, err);
     seccomp_release(ctx);
     return ok;
+}
+
+bool seccomp_prepare(native_seccomp_filter *f, bool use_notify, al_error *err) {
+    f->len = 0;
+    f->use_notify = use_notify;
+    pthread_mutex_lock(&libseccomp_lock);
+    bool ok = build_locked(f, use_notify, err);
+    pthread_mutex_unlock(&libseccomp_lock);
+    if (!ok)
+        f->len = 0;
+    return ok;
+}
+
+/* ---- the child: loading it ------------------------------------------------------ */
+
+bool seccomp_install(const native_seccomp_filter *f, int *notify_fd, const char **step) {
+    *notify_fd = -1;
+    if (f->len == 0 || f->len > BPF_MAXINSNS) {
+        /* Never run the program without the filter it was promised. */
+        errno = EINVAL;
+        *step = "seccomp filter not prepared";
+        return false;
+    }
+    /* The kernel copies the program and never writes through the pointer;
+     * sock_fprog just has no const. */
+    struct sock_fprog prog = {.len = f->len, .filter = (struct sock_filter *)f->code};
+    /* No TSYNC: this process has one thread. Without no_new_privs (or
+     * CAP_SYS_ADMIN) the kernel refuses the filter; caps_drop_all set it.
+     * The listener NEW_LISTENER asks for is opened O_CLOEXEC. */
+    unsigned long flags = f->use_notify ? SECCOMP_FILTER_FLAG_NEW_LISTENER : 0;
+    long rc = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, flags, &prog);
+    if (rc < 0) {
+        *step = "seccomp(SECCOMP_SET_MODE_FILTER)";
+        return false;
+    }
+    /* With NEW_LISTENER success is the listener (a filter that loaded
+     * without one is impossible: the kernel fails the whole call). */
+    if (f->use_notify)
+        *notify_fd = (int)rc;
+    return true;
 }
 
 /* ---- the parent: answering notifications ------------------------------------ */
