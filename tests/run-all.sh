@@ -8,6 +8,7 @@
 #   2. tests/spec/run-spec.sh on build/asan/spec-runner;
 #   3. every tests/cli/*.sh, if any;
 #   4. the security battery (tests/security/run.sh);
+#      then the native/gVisor escape battery (tests/sandbox/run.sh);
 #   5. the WASI differential suite against node:wasi (tests/wasi/compare-node.sh);
 #   6. a short libFuzzer run of decode+validate+instantiate+call
 #      (tests/fuzz/short.sh, $AIRLOCK_FUZZ_SECONDS, default 20).
@@ -93,6 +94,10 @@ done
 echo
 echo "== tests/security/run.sh =="
 run_counting_script tests/security/run.sh
+
+echo
+echo "== tests/sandbox/run.sh (native and gVisor backends) =="
+run_counting_script tests/sandbox/run.sh
 
 echo
 echo "== tests/wasi/compare-node.sh (WASI behaviour against node:wasi) =="

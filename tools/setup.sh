@@ -16,6 +16,7 @@ PACKAGES=(
     autoconf   # tools/build-python.sh: regenerate CPython's configure after debian/patches
     libseccomp-dev libcap-dev   # the native backend
     runsc crun bubblewrap       # gVisor backend; crun and bwrap: references in tests and bench
+    python3 procps util-linux   # tests/sandbox: python3 runs inside the sandbox; pgrep, setpriv
 )
 
 check_only=false
