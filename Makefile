@@ -61,7 +61,7 @@ $(call objs,$(1),$(wildcard src/sandbox/*.c)): INCLUDES := -Iinclude -Isrc/wasi 
 $(call objs,$(1),$(wildcard src/sandbox/native/*.c)): INCLUDES := -Iinclude -Isrc/sandbox -Isrc/sandbox/native
 $(call objs,$(1),$(wildcard src/sandbox/gvisor/*.c)): INCLUDES := -Iinclude -Isrc/sandbox -Isrc/sandbox/gvisor
 # unit tests of the sandbox internals see the internal headers they test
-$(call objs,$(1),tests/unit/test_seccomp.c tests/unit/test_cgroup.c): INCLUDES := -Iinclude -Isrc/sandbox -Isrc/sandbox/native
+$(call objs,$(1),tests/unit/test_seccomp.c tests/unit/test_cgroup.c tests/unit/test_sandbox_util.c): INCLUDES := -Iinclude -Isrc/sandbox -Isrc/sandbox/native
 
 build/$(1)/libairlock.a: $(call objs,$(1),$(ENGINE_SRC))
 	@rm -f $$@

@@ -334,7 +334,9 @@ typedef enum al_status {
 
 /* Limits that took effect during a run (al_result.limits_hit), whether or not
  * they ended it: a fork refused at max_processes sets AL_LIMIT_PROCESSES even
- * if the program then exits normally. */
+ * if the program then exits normally — where the refusal can be seen from
+ * outside (the native backend with a cgroup pids controller; inside gVisor,
+ * or with the RLIMIT_NPROC fallback, forks are refused but not reported). */
 enum {
     AL_LIMIT_WALL = 1u << 0,
     AL_LIMIT_CPU = 1u << 1,
