@@ -6,8 +6,11 @@
  *                              stdout/stderr: our pipes; runsc hands its
  *                              stdio to the container's process)
  *   wait.c watches it: output caps, wall and CPU limits
- *   teardown: delete --force if runsc left the container, cgroup_destroy
- *             (kills whatever is still in it), remove the bundle
+ *   runsc runs under a reaper (client.c) that reaps the sandbox, gofer and
+ *             ptrace stubs the moment they die
+ *   teardown: cgroup_destroy (kills whatever is still in it), wait for the
+ *             reaper, delete --force if runsc left the container, remove
+ *             the bundle (gvisor_teardown)
  *
  * `runsc run` rather than create + start + wait: one runsc process instead
  * of three (the cold start is dominated by runsc invocations), and the
@@ -109,25 +112,18 @@ static int stdin_memfd(const al_policy *p, al_error *err) {
     return fd;
 }
 
-/* Does runsc still have state for this container? */
-static bool container_exists(const gvisor_ctx *ctx, const char *id) {
-    char path[PATH_MAX * 2];
-    snprintf(path, sizeof path, "%s/%s_sandbox:%s.state", ctx->root, id, id);
-    return access(path, F_OK) == 0;
-}
-
 /* Everything one execution holds; torn down by run_teardown. */
 typedef struct gvisor_one {
     gvisor_ctx ctx;
     gvisor_bundle bundle;
     native_cgroup cg;
     bool have_bundle, have_cgroup;
-    pid_t client;             /* the runsc run process, for stop() */
+    gvisor_client client;     /* `runsc run` and its reaper */
 } gvisor_one;
 
 /* stop(): end the container's init, which ends the sandbox. If runsc cannot
  * (the container is not created yet, or runsc is wedged), end the client:
- * teardown then deletes what exists and the cgroup kills the rest. */
+ * teardown then kills the rest through the cgroup. */
 static void stop_one(void *arg) {
     gvisor_one *one = arg;
     const char *kill_init[] = {"kill", one->bundle.id, "KILL", NULL};
@@ -135,13 +131,13 @@ static void stop_one(void *arg) {
     al_error ignored;
     if (!gvisor_runsc(&one->ctx, kill_init, &status, NULL, &ignored) ||
         !WIFEXITED(status) || WEXITSTATUS(status) != 0)
-        kill(one->client, SIGKILL);
+        gvisor_client_kill(&one->client);
 }
 
 static void run_teardown(gvisor_one *one) {
-    if (one->have_bundle && container_exists(&one->ctx, one->bundle.id))
-        gvisor_destroy_container(&one->ctx, one->bundle.id);
-    if (one->have_cgroup) cgroup_destroy(&one->cg);
+    gvisor_teardown(&one->ctx, one->have_bundle ? one->bundle.id : "",
+                    one->have_cgroup ? &one->cg : NULL, &one->client);
+    one->have_cgroup = false;
     if (one->have_bundle) gvisor_bundle_remove(&one->bundle);
 }
 
@@ -159,11 +155,11 @@ static bool run_prepare(gvisor_one *one, const al_policy *p, al_error *err) {
 }
 
 /* Start `runsc run` with the program's stdio and watch it. */
-static bool run_watch(gvisor_one *one, const al_policy *p, gvisor_watch *w, const char *log,
-                      al_error *err) {
+static bool run_watch(gvisor_one *one, const al_policy *p, gvisor_watch *w,
+                      const gvisor_logs *logs, al_error *err) {
     const char *sub[] = {"run", "--bundle", one->bundle.dir, one->bundle.id, NULL};
     const char *argv[GVISOR_ARGV_MAX];
-    if (!gvisor_argv(&one->ctx, log, "run", sub, argv))
+    if (!gvisor_argv(&one->ctx, logs, sub, argv))
         return sandbox_error(err, AL_ERR_ARGUMENT, "gvisor: runsc command line too long");
     int in = stdin_memfd(p, err);
     if (in < 0) return false;
@@ -181,7 +177,7 @@ static bool run_watch(gvisor_one *one, const al_policy *p, gvisor_watch *w, cons
     capture_init(&w->out, p->stdout_cap);
     capture_init(&w->err, p->stderr_cap);
     w->start_ns = sandbox_now_ns();
-    bool ok = gvisor_spawn(argv, in, po[1], pe[1], &one->cg, &w->pid, &w->pidfd, err);
+    bool ok = gvisor_spawn(argv, in, po[1], pe[1], &one->cg, true, &one->client, err);
     close(in);
     close(po[1]);
     close(pe[1]);
@@ -194,7 +190,7 @@ static bool run_watch(gvisor_one *one, const al_policy *p, gvisor_watch *w, cons
         capture_free(&w->err);
         return false;
     }
-    one->client = w->pid;
+    w->client = &one->client;
     w->timeout_ms = p->timeout_ms;
     w->cpu_limit_ns = p->cpu_time_ms * 1000000u;
     w->cg = &one->cg;
@@ -207,6 +203,7 @@ static bool run_watch(gvisor_one *one, const al_policy *p, gvisor_watch *w, cons
 bool gvisor_run(const al_policy *policy, al_result *result) {
     gvisor_one one;
     memset(&one, 0, sizeof one);
+    gvisor_client_init(&one.client);
     al_error err = {0};
     if (!gvisor_ctx_init(&one.ctx, policy->state_dir, policy->gvisor_platform, &err)) {
         sandbox_set_status(result, err.kind == AL_ERR_UNSUPPORTED ? AL_STATUS_UNSUPPORTED
@@ -217,13 +214,12 @@ bool gvisor_run(const al_policy *policy, al_result *result) {
     gvisor_set_backend(result, one.ctx.platform);
     gvisor_watch w;
     memset(&w, 0, sizeof w);
-    w.pidfd = w.out_fd = w.err_fd = -1;
-    char log[PATH_MAX + 32];
+    w.out_fd = w.err_fd = -1;
+    gvisor_logs logs;
     bool ok = run_prepare(&one, policy, &err);
-    if (ok) {
-        snprintf(log, sizeof log, "%s/runsc-run.log", one.bundle.dir);
-        ok = run_watch(&one, policy, &w, log, &err);
-    }
+    if (ok && !gvisor_logs_init(&logs, one.bundle.dir, "run", "run"))
+        ok = sandbox_error(&err, AL_ERR_ARGUMENT, "gvisor: state dir path too long");
+    if (ok) ok = run_watch(&one, policy, &w, &logs, &err);
     if (!ok) {
         run_teardown(&one);
         sandbox_set_status(result, err.kind == AL_ERR_UNSUPPORTED ? AL_STATUS_UNSUPPORTED
@@ -232,7 +228,8 @@ bool gvisor_run(const al_policy *policy, al_result *result) {
         return true;
     }
     char why[200];
-    int status = gvisor_log_status(log, why, sizeof why);
+    int status = gvisor_log_status(logs.client, why, sizeof why);
+    if (status < 0) gvisor_strip_runsc_error(&w.err, logs.client);
     native_cgroup_stats stats = {0};
     if (one.have_cgroup) cgroup_read_stats(&one.cg, &stats);
     run_teardown(&one);

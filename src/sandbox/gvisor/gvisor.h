@@ -7,8 +7,10 @@
  *              once, then one `runsc exec` per execution
  *   oci.c      the bundle's config.json (and exec's process.json), with jansson
  *   rootfs.c   the read-only root shared by every sandbox of a state dir
- *   runsc.c    locating runsc, the platform, its command lines, spawning it
- *              into airlock's cgroup, killing and deleting containers
+ *   runsc.c    locating runsc, the platform, its command lines and log
+ *              files, housekeeping commands, tearing a sandbox down
+ *   client.c   starting a runsc command inside airlock's cgroup, under a
+ *              subreaper that reaps the sandbox it starts
  *   wait.c     the event loop of one runsc client: output pipes, wall and CPU
  *              deadlines, the exit status from runsc's log, the al_result
  *   orphans.c  gvisor_collect_orphans: what dead airlock processes left
@@ -19,7 +21,11 @@
  *   <state>/rootfs/               the shared read-only rootfs (rootfs.c)
  *   <state>/gvisor-platform       the platform choice (platform_probe.c, runsc.c)
  *   <state>/bundles/<id>/         one per execution or session:
- *        config.json, owner ("<pid> <start time>"), runsc logs, exec files
+ *        config.json, owner ("<pid> <start time>"), exec files, and the
+ *        logs of every runsc process: <tag>.<command>.log (run.run.log,
+ *        run.boot.log, run.gofer.log, create.*.log, exec-N.exec.log) and
+ *        <tag>.panic.log. runsc's, the sentry's and the gofer's log lines
+ *        never reach the program's stdout/stderr (see gvisor_logs).
  * The id is sandbox_new_id()'s "al-<pid>-<start>-<n>", which is also the
  * runsc container id and the name of the cgroup, so al_gc can tie all three
  * to their (dead) owner.
@@ -61,6 +67,9 @@
 #define GVISOR_PLATFORM_MAX 16
 /* How long a runsc housekeeping command (kill, delete, start, list) may take. */
 #define GVISOR_HELPER_TIMEOUT_MS 30000
+/* How long a reaper may take to exit once its sandbox was killed (it reaps
+ * each process the moment it dies; this only bounds a wedged teardown). */
+#define GVISOR_REAP_TIMEOUT_MS 3000
 /* After a limit fired and the container was told to die: how long the runsc
  * client gets to notice before it is SIGKILLed and the cgroup emptied. */
 #define GVISOR_GRACE_MS 5000
@@ -98,24 +107,79 @@ void gvisor_cached_platform(const char *state, char *out, size_t outlen,
                             char *working, size_t working_len);
 bool gvisor_write_platform_cache(const char *state, const char *chosen, const char *working);
 
+/* Where one runsc command and every process it starts log. Without these
+ * flags runsc hands the sandbox (sentry) its own stdout/stderr, which are
+ * the program's: the sentry's log lines ("rate_limited.go:36] A process
+ * tried to create a raw socket...") would land in the program's stderr.
+ * --debug-log with %COMMAND% gives the client, the sandbox ("boot") and the
+ * gofer a file each, and runsc then points the sandbox's and the gofer's own
+ * stderr at that file (so Go runtime messages go there too); --panic-log
+ * catches the sentry's panics. No --debug: info level already has the
+ * "Exiting with status" line wait.c reads, and debug level costs the
+ * sentry hundreds of KiB of log per run. */
+typedef struct gvisor_logs {
+    char pattern[PATH_MAX];   /* <dir>/<tag>.%COMMAND%.log, for --debug-log */
+    char panic[PATH_MAX];     /* <dir>/<tag>.panic.log */
+    char client[PATH_MAX];    /* <dir>/<tag>.<command>.log: the client's own */
+} gvisor_logs;
+/* False when the paths do not fit. tag: [a-z0-9-], command: runsc's
+ * subcommand (run, create, exec). */
+bool gvisor_logs_init(gvisor_logs *l, const char *dir, const char *tag, const char *command);
+/* Unlink every log file of l (the client's, boot, gofer, panic). */
+void gvisor_logs_remove(const gvisor_logs *l);
+
 /* Fill argv with "runsc --root R --platform P --network=none --ignore-cgroups
- * [log flags]"
- * (log flags when log_path: --debug --debug-log=LOG --debug-command=CMD),
- * then the subcommand words in sub (NULL-terminated). argv has room for
+ * [log flags]" (log flags when logs: --debug-log=PATTERN --panic-log=PANIC
+ * --alsologtostderr=false), then the subcommand words in sub
+ * (NULL-terminated). argv borrows every string. argv has room for
  * GVISOR_ARGV_MAX entries and is NULL-terminated. False when it would not fit. */
 #define GVISOR_ARGV_MAX 32
-bool gvisor_argv(const gvisor_ctx *ctx, const char *log_path, const char *log_command,
-                 const char *const *sub, const char **argv);
+bool gvisor_argv(const gvisor_ctx *ctx, const gvisor_logs *logs, const char *const *sub,
+                 const char **argv);
 /* Run a housekeeping runsc command; *status as from waitpid (-1 on timeout). */
 bool gvisor_runsc(const gvisor_ctx *ctx, const char *const *sub, int *status,
                   sandbox_capture *out, al_error *err);
-/* Start argv with stdin/stdout/stderr on the given fds, in cg (when
- * cg->version != 0) before it runs a single instruction of runsc, every other
- * fd closed, a minimal environment. *pidfd for poll. */
-bool gvisor_spawn(const char *const *argv, int in_fd, int out_fd, int err_fd,
-                  const native_cgroup *cg, pid_t *pid, int *pidfd, al_error *err);
-/* Best effort, ignores errors: `kill --all ID KILL`, then `delete --force ID`. */
+/* Does runsc have state for this container (its state file in --root)? */
+bool gvisor_container_exists(const gvisor_ctx *ctx, const char *id);
+/* Best effort, ignores errors: `kill --all ID KILL`, then `delete --force ID`.
+ * For containers of other (dead) processes: al_gc. */
 void gvisor_destroy_container(const gvisor_ctx *ctx, const char *id);
+
+/* ---- client.c ---------------------------------------------------------------- */
+/* One runsc command we started, and possibly the reaper it runs under. */
+typedef struct gvisor_client {
+    pid_t pid;                /* the runsc command */
+    int pidfd;                /* poll for its end, signal it (never a reused pid) */
+    pid_t reaper;             /* its parent, a subreaper (0: the client is our child) */
+    int reaper_pidfd;
+    int status_fd;            /* from the reaper: the client's wait status */
+    bool status_known;
+    int status;               /* the client's wait status once known (-1: unknown) */
+} gvisor_client;
+
+void gvisor_client_init(gvisor_client *c);
+/* Start argv with stdin/stdout/stderr on the given fds, in cg (when cg &&
+ * cg->version != 0) before it runs a single instruction of runsc, every other
+ * fd closed, a minimal environment. reaped: under a reaper (for run and
+ * create, which start a sandbox; see client.c), else as our own child. On
+ * failure nothing is left running. */
+bool gvisor_spawn(const char *const *argv, int in_fd, int out_fd, int err_fd,
+                  const native_cgroup *cg, bool reaped, gvisor_client *c, al_error *err);
+/* SIGKILL the client (through its pidfd). */
+void gvisor_client_kill(const gvisor_client *c);
+/* The client's wait status, waiting for it to end; -1 when unknowable. */
+int gvisor_client_status(gvisor_client *c);
+/* Release everything of c: reap the client if it is our child (killing it
+ * first if it still runs), wait up to timeout_ms for the reaper to exit
+ * (it does once all it adopted are dead; else it is SIGKILLed), close fds. */
+void gvisor_client_finish(gvisor_client *c, int timeout_ms);
+
+/* End a sandbox, leaving nothing: every process in cg killed (cg may be NULL
+ * or version 0: then `runsc kill --all`), the reaper waited for (it reaps
+ * them as they die), then `runsc delete --force` when runsc still has the
+ * container (it finds no process to wait for), cg removed. Idempotent. */
+void gvisor_teardown(const gvisor_ctx *ctx, const char *id, native_cgroup *cg,
+                     gvisor_client *reaped);
 
 /* ---- bundles (gvisor.c) ------------------------------------------------------ */
 /* Make <state>/bundles/<new id>/ (0700) with its owner file. */
@@ -159,8 +223,7 @@ typedef enum gvisor_stop_reason {
 
 /* One runsc client (run or exec) being watched. */
 typedef struct gvisor_watch {
-    pid_t pid;                /* the runsc client, our child */
-    int pidfd;
+    gvisor_client *client;    /* borrowed: the runsc client (run or exec) */
     int out_fd, err_fd;       /* read ends of the program's stdout/stderr */
     sandbox_capture out, err;
     uint64_t start_ns;
@@ -178,13 +241,18 @@ typedef struct gvisor_watch {
 } gvisor_watch;
 
 /* Watch until the client exits (calling stop and, after GVISOR_GRACE_MS,
- * SIGKILLing the client when a limit fires). Closes the fds it was given. */
+ * SIGKILLing the client when a limit fires). Closes out_fd and err_fd; the
+ * client stays the caller's (its status is in client_status). */
 void gvisor_watch_run(gvisor_watch *w);
 /* The wait status runsc logged ("Exiting with status: N"), or -1 when runsc
  * failed before the program ended (then *why gets runsc's own message), or
  * GVISOR_NO_LOG when runsc wrote no log at all. */
 #define GVISOR_NO_LOG (-2)
 int gvisor_log_status(const char *log_path, char *why, size_t whylen);
+/* runsc prints its fatal error on its stderr, which is the program's: when
+ * the client's log says runsc failed ("FATAL ERROR: MSG"), drop a trailing
+ * "MSG\n" from err (the message is in the result's error instead). */
+void gvisor_strip_runsc_error(sandbox_capture *err, const char *log_path);
 /* Fill result from the watch, the logged status and the cgroup's stats. */
 void gvisor_fill_result(al_result *result, gvisor_watch *w, int wait_status,
                         const char *runsc_error, const native_cgroup_stats *stats);

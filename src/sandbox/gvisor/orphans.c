@@ -46,12 +46,6 @@ static bool orphaned(const char *id) {
     return !sandbox_owner_alive(pid, start);
 }
 
-static bool container_known(const gvisor_ctx *ctx, const char *id) {
-    char path[PATH_MAX * 2];
-    snprintf(path, sizeof path, "%s/%s_sandbox:%s.state", ctx->root, id, id);
-    return access(path, F_OK) == 0;
-}
-
 static void sweep_bundles(const gvisor_ctx *ctx, unsigned *containers, unsigned *bundles) {
     char dir[PATH_MAX];
     if (snprintf(dir, sizeof dir, "%s/bundles", ctx->state) >= (int)sizeof dir) return;
@@ -60,7 +54,7 @@ static void sweep_bundles(const gvisor_ctx *ctx, unsigned *containers, unsigned 
     struct dirent *e;
     while ((e = readdir(d))) {
         if (e->d_name[0] == '.' || !orphaned(e->d_name)) continue;
-        if (ctx->runsc[0] && container_known(ctx, e->d_name)) {
+        if (ctx->runsc[0] && gvisor_container_exists(ctx, e->d_name)) {
             gvisor_destroy_container(ctx, e->d_name);
             (*containers)++;
         }

@@ -1,18 +1,20 @@
 /*
  * runsc.c — driving the runsc binary: where it is, which platform it uses,
- * its command lines, starting it inside airlock's cgroup, and tearing a
- * container down.
+ * its command lines and log files, housekeeping commands, and tearing a
+ * sandbox down (starting a client is client.c).
  *
  * Invariants:
  *  - every runsc command line starts with the same --root (<state>/runsc),
  *    --platform and --network=none: a container is only ever addressed
  *    through the root that made it, and no sandbox gets a network device
  *    (gVisor then gives it loopback only);
- *  - runsc is started with a fixed minimal environment and no inherited fds
- *    but stdin/stdout/stderr, so nothing of the embedding process (secrets
- *    in its environment, open files) reaches runsc or the sandbox;
- *  - a spawned runsc is inside the cgroup before it executes: there is no
- *    window in which it (or a sandbox it forks) runs outside the limits.
+ *  - a command that starts or enters a sandbox (run, create, exec) gets
+ *    log files for itself, the sandbox and the gofer (gvisor_logs): no runsc
+ *    process ever logs to the stdout/stderr it shares with the program;
+ *  - teardown kills before it deletes: the cgroup kill ends the sandbox, the
+ *    reaper reaps it at once, and `runsc delete` then has no live (or
+ *    zombie) sandbox to poll for (it polls every 100 ms, and a zombie left
+ *    to a slow pid 1 kept it waiting over a second).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -167,9 +169,30 @@ bool gvisor_ctx_init(gvisor_ctx *ctx, const char *state_dir, const char *platfor
     return true;
 }
 
-bool gvisor_argv(const gvisor_ctx *ctx, const char *log_path, const char *log_command,
-                 const char *const *sub, const char **argv) {
-    /* argv borrows every string: from ctx, the caller, or literals. */
+bool gvisor_logs_init(gvisor_logs *l, const char *dir, const char *tag, const char *command) {
+    int a = snprintf(l->pattern, sizeof l->pattern, "%s/%s.%%COMMAND%%.log", dir, tag);
+    int b = snprintf(l->panic, sizeof l->panic, "%s/%s.panic.log", dir, tag);
+    int c = snprintf(l->client, sizeof l->client, "%s/%s.%s.log", dir, tag, command);
+    return a > 0 && a < (int)sizeof l->pattern && b > 0 && b < (int)sizeof l->panic && c > 0 &&
+           c < (int)sizeof l->client;
+}
+
+void gvisor_logs_remove(const gvisor_logs *l) {
+    static const char *const commands[] = {"run", "create", "exec", "boot", "gofer"};
+    const char *mark = strstr(l->pattern, "%COMMAND%");
+    if (!mark) return;
+    char path[PATH_MAX + 16];
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
+        snprintf(path, sizeof path, "%.*s%s%s", (int)(mark - l->pattern), l->pattern, commands[i],
+                 mark + strlen("%COMMAND%"));
+        unlink(path);
+    }
+    unlink(l->panic);
+}
+
+bool gvisor_argv(const gvisor_ctx *ctx, const gvisor_logs *logs, const char *const *sub,
+                 const char **argv) {
+    /* argv borrows every string: from ctx, logs, the caller, or literals. */
     size_t n = 0;
     argv[n++] = ctx->runsc;
     argv[n++] = "--root";
@@ -182,12 +205,14 @@ bool gvisor_argv(const gvisor_ctx *ctx, const char *log_path, const char *log_co
      * hierarchy (escaping airlock's cgroup and its limits). The sandbox must
      * stay where gvisor_spawn put runsc. */
     argv[n++] = "--ignore-cgroups";
-    if (log_path) {
-        argv[n++] = "--debug";
+    if (logs) {
+        /* See gvisor_logs: every runsc process logs to its own file, none
+         * to the program's stderr. */
         argv[n++] = "--debug-log";
-        argv[n++] = log_path;
-        argv[n++] = "--debug-command";
-        argv[n++] = log_command;
+        argv[n++] = logs->pattern;
+        argv[n++] = "--panic-log";
+        argv[n++] = logs->panic;
+        argv[n++] = "--alsologtostderr=false";
     }
     for (size_t i = 0; sub[i]; i++) {
         if (n + 1 >= GVISOR_ARGV_MAX) return false;
@@ -200,7 +225,7 @@ bool gvisor_argv(const gvisor_ctx *ctx, const char *log_path, const char *log_co
 bool gvisor_runsc(const gvisor_ctx *ctx, const char *const *sub, int *status,
                   sandbox_capture *out, al_error *err) {
     const char *argv[GVISOR_ARGV_MAX];
-    if (!gvisor_argv(ctx, NULL, NULL, sub, argv))
+    if (!gvisor_argv(ctx, NULL, sub, argv))
         return sandbox_error(err, AL_ERR_ARGUMENT, "gvisor: runsc command line too long");
     sandbox_capture errout;
     capture_init(&errout, 4096);
@@ -215,6 +240,12 @@ bool gvisor_runsc(const gvisor_ctx *ctx, const char *const *sub, int *status,
     return ok;
 }
 
+bool gvisor_container_exists(const gvisor_ctx *ctx, const char *id) {
+    char path[PATH_MAX * 2];
+    snprintf(path, sizeof path, "%s/%s_sandbox:%s.state", ctx->root, id, id);
+    return access(path, F_OK) == 0;
+}
+
 void gvisor_destroy_container(const gvisor_ctx *ctx, const char *id) {
     int status;
     al_error ignored;
@@ -226,65 +257,24 @@ void gvisor_destroy_container(const gvisor_ctx *ctx, const char *id) {
     gvisor_runsc(ctx, del, &status, NULL, &ignored);
 }
 
-/* ---- spawning a runsc client ------------------------------------------------------ */
-
-/* In the child: wait until the parent put us in the cgroup, then exec.
- * Async-signal-safe calls only (the embedding process may be threaded). */
-static _Noreturn void spawn_child(const char *const *argv, int in_fd, int out_fd, int err_fd,
-                                  int sync_fd) {
-    char go = 0;
-    ssize_t n;
-    do n = read(sync_fd, &go, 1);
-    while (n < 0 && errno == EINTR);
-    if (n != 1) _exit(126); /* the parent gave up: never run outside the cgroup */
-    /* Move the three out of 0..2 first: an embedder that closed its own
-     * stdio may have handed us fds 0-2, which a dup2 would clobber. */
-    int in = fcntl(in_fd, F_DUPFD, 3), out = fcntl(out_fd, F_DUPFD, 3),
-        err = fcntl(err_fd, F_DUPFD, 3);
-    if (in < 0 || out < 0 || err < 0) _exit(126);
-    if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0) _exit(126);
-    /* Nothing else of ours reaches runsc or the sandbox. */
-    syscall(SYS_close_range, 3u, ~0u, 0u);
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, NULL);
-    for (int s = 1; s < NSIG; s++) signal(s, SIG_DFL);
-    static char *const envp[] = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-                                 NULL};
-    execve(argv[0], (char *const *)argv, envp);
-    _exit(127);
-}
-
-bool gvisor_spawn(const char *const *argv, int in_fd, int out_fd, int err_fd,
-                  const native_cgroup *cg, pid_t *pid_out, int *pidfd_out, al_error *err) {
-    int sync[2];
-    if (pipe2(sync, O_CLOEXEC) < 0) return sandbox_error_errno(err, "gvisor: pipe");
-    pid_t pid = fork();
-    if (pid < 0) {
-        close(sync[0]);
-        close(sync[1]);
-        return sandbox_error_errno(err, "gvisor: fork");
+void gvisor_teardown(const gvisor_ctx *ctx, const char *id, native_cgroup *cg,
+                     gvisor_client *reaped) {
+    int status;
+    al_error ignored;
+    bool exists = id[0] && gvisor_container_exists(ctx, id);
+    if (cg && cg->version != 0) {
+        /* Every process of the sandbox (runsc client, sentry, gofer, ptrace
+         * stubs) is in the cgroup: one kill ends them all, and nothing in
+         * the sandbox can refuse it. */
+        cgroup_destroy(cg);
+    } else if (exists) {
+        const char *kill_all[] = {"kill", "--all", id, "KILL", NULL};
+        gvisor_runsc(ctx, kill_all, &status, NULL, &ignored);
     }
-    if (pid == 0) {
-        close(sync[1]);
-        spawn_child(argv, in_fd, out_fd, err_fd, sync[0]);
+    if (reaped) gvisor_client_finish(reaped, GVISOR_REAP_TIMEOUT_MS);
+    if (exists && gvisor_container_exists(ctx, id)) {
+        const char *del[] = {"delete", "--force", id, NULL};
+        gvisor_runsc(ctx, del, &status, NULL, &ignored);
     }
-    close(sync[0]);
-    int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
-    bool placed = pidfd >= 0 && (!cg || cg->version == 0 || cgroup_add_process(cg, pid, err));
-    if (pidfd < 0) sandbox_error_errno(err, "gvisor: pidfd_open");
-    if (!placed) {
-        close(sync[1]); /* EOF: the child exits without running runsc */
-        int status;
-        while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
-        if (pidfd >= 0) close(pidfd);
-        return false;
-    }
-    ssize_t w;
-    do w = write(sync[1], "g", 1);
-    while (w < 0 && errno == EINTR);
-    close(sync[1]);
-    *pid_out = pid;
-    *pidfd_out = pidfd;
-    return true;
+    if (cg) cgroup_destroy(cg); /* version 0, or already done: a no-op */
 }

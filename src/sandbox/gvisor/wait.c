@@ -15,7 +15,12 @@
  *    the raw wait status), not from runsc's exit code, which folds a signal
  *    N into 128+N and runsc's own failures into 128 — indistinguishable
  *    from a program that exits with those codes. The log is written by
- *    runsc on the host; the guest cannot forge it.
+ *    runsc on the host; the guest cannot forge it;
+ *  - the program's stderr holds what the program wrote: runsc's own
+ *    processes log to files (gvisor_logs), and the one line runsc still
+ *    prints on its stderr — its fatal error — is cut off again when the log
+ *    names it (gvisor_strip_runsc_error), or, when runsc failed before the
+ *    program ran, all of stderr is runsc's and becomes the error message.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -82,26 +87,24 @@ void gvisor_watch_run(gvisor_watch *w) {
     bool exited = false;
     while (!exited) {
         uint64_t now = sandbox_now_ns();
-        struct pollfd fds[3] = {{.fd = w->pidfd, .events = POLLIN},
+        struct pollfd fds[3] = {{.fd = w->client->pidfd, .events = POLLIN},
                                 {.fd = w->out_fd, .events = POLLIN},
                                 {.fd = w->err_fd, .events = POLLIN}};
         int n = poll(fds, 3, next_wakeup_ms(w, now, deadline, grace_deadline));
         if (n < 0 && errno != EINTR) break;
         if (n > 0) read_ready(w, fds);
-        if (n > 0 && fds[0].revents) {
-            pid_t r = waitpid(w->pid, &w->client_status, WNOHANG);
-            if (r == w->pid || (r < 0 && errno == ECHILD)) exited = true;
-            if (exited) break;
+        if (n > 0 && fds[0].revents) { /* the pidfd: the client has ended */
+            exited = true;
+            break;
         }
         now = sandbox_now_ns();
         if (!w->fired && deadline && now >= deadline) fire(w, GVISOR_STOP_WALL, &grace_deadline);
         else if (!w->fired && cpu_exhausted(w)) fire(w, GVISOR_STOP_CPU, &grace_deadline);
         else if (grace_deadline && now >= grace_deadline) break;
     }
-    if (!exited) { /* poll failed or the client ignored the stop: end it ourselves */
-        kill(w->pid, SIGKILL);
-        while (waitpid(w->pid, &w->client_status, 0) < 0 && errno == EINTR) {}
-    }
+    if (!exited) /* poll failed or the client ignored the stop: end it ourselves */
+        gvisor_client_kill(w->client);
+    w->client_status = gvisor_client_status(w->client);
     w->end_ns = sandbox_now_ns();
     /* The program is gone: what it wrote is in the pipes already. Whatever
      * still holds a write end (nothing should) cannot make us wait. */
@@ -109,8 +112,7 @@ void gvisor_watch_run(gvisor_watch *w) {
     if (w->err_fd >= 0) capture_read_fd(&w->err, w->err_fd);
     if (w->out_fd >= 0) close(w->out_fd);
     if (w->err_fd >= 0) close(w->err_fd);
-    if (w->pidfd >= 0) close(w->pidfd);
-    w->out_fd = w->err_fd = w->pidfd = -1;
+    w->out_fd = w->err_fd = -1;
 }
 
 /* The log is small (tens of KiB); read at most this much of its end. */
@@ -141,6 +143,23 @@ static const char *last_line_with(const char *text, const char *key, size_t *len
     found += strlen(key);
     *len = strcspn(found, "\n");
     return found;
+}
+
+void gvisor_strip_runsc_error(sandbox_capture *err, const char *log_path) {
+    if (!err->data || !err->len) return;
+    char *log = read_tail(log_path);
+    if (!log) return;
+    size_t len = 0;
+    const char *msg = last_line_with(log, "FATAL ERROR: ", &len);
+    /* Exactly runsc's line at the very end: the log is written by runsc on
+     * the host, so the guest cannot make us cut anything else. */
+    if (msg && len > 0 && err->len >= len + 1 && err->data[err->len - 1] == '\n' &&
+        !memcmp(err->data + err->len - 1 - len, msg, len) &&
+        (err->len == len + 1 || err->data[err->len - 2 - len] == '\n')) {
+        err->len -= len + 1;
+        err->data[err->len] = 0;
+    }
+    free(log);
 }
 
 int gvisor_log_status(const char *log_path, char *why, size_t whylen) {
@@ -201,6 +220,9 @@ void gvisor_fill_result(al_result *r, gvisor_watch *w, int wait_status, const ch
         if (fatal && fatal < msg + strcspn(msg, "\n")) msg = fatal + strlen("FATAL ERROR: ");
         sandbox_set_status(r, AL_STATUS_ERROR, AL_ERR_SYSTEM, "gvisor: runsc: %.*s",
                            (int)strcspn(msg, "\n"), msg);
+        /* It is in the error now; the program never ran and wrote nothing. */
+        r->stderr_len = 0;
+        r->stderr_data[0] = 0;
     } else if (wait_status < 0) {
         sandbox_set_status(r, AL_STATUS_ERROR, AL_ERR_SYSTEM, "gvisor: %s",
                            runsc_error && runsc_error[0] ? runsc_error : "runsc failed");

@@ -21,6 +21,13 @@
  * sandbox is destroyed and the session is dead: later executions report
  * AL_STATUS_ERROR saying so.
  *
+ * `runsc create` runs under a reaper (client.c), which adopts the sandbox
+ * and gofer when create exits and reaps them the moment they die. Closing
+ * (or a session found dead) is gvisor_teardown: one cgroup kill, the reaper
+ * exits, then `runsc delete` has nothing left to wait for — about 30 ms,
+ * where delete alone spent 1.2-1.9 s polling for a zombie that pid 1 was
+ * slow to reap.
+ *
  * Per-execution figures: cpu_ns is the cgroup's CPU time during the
  * execution (every process of the session and the sentry's own work);
  * peak_memory_bytes is the session's peak so far.
@@ -42,6 +49,7 @@ struct gvisor_sandbox {
     gvisor_bundle bundle;
     native_cgroup cg;
     bool have_cgroup;
+    gvisor_client create;     /* `runsc create`; its reaper adopts the sandbox */
     bool dead;                /* the sandbox is gone; executions are refused */
     char dead_reason[160];
     unsigned execs;           /* numbers the per-exec files in the bundle */
@@ -51,21 +59,27 @@ struct gvisor_sandbox {
 static const char *const idle_init[] = {"/bin/sh", "-c",
                                         "while :; do /bin/sleep 3600 & wait; done"};
 
+/* The sandbox and every process of it, gone (gvisor_teardown: cgroup
+ * kill, the reaper reaps, then runsc delete finds nothing to wait for). */
+static void sandbox_end(gvisor_sandbox *sb) {
+    gvisor_teardown(&sb->ctx, sb->bundle.id, sb->have_cgroup ? &sb->cg : NULL, &sb->create);
+    sb->have_cgroup = false;
+}
+
 static void mark_dead(gvisor_sandbox *sb, const char *why) {
     if (sb->dead) return;
     sb->dead = true;
     snprintf(sb->dead_reason, sizeof sb->dead_reason, "%s", why);
-    gvisor_destroy_container(&sb->ctx, sb->bundle.id);
+    sandbox_end(sb);
 }
 
 static void session_free(gvisor_sandbox *sb) {
-    if (sb->bundle.id[0]) gvisor_destroy_container(&sb->ctx, sb->bundle.id);
-    if (sb->have_cgroup) cgroup_destroy(&sb->cg);
+    if (!sb->dead) sandbox_end(sb);
     gvisor_bundle_remove(&sb->bundle);
     free(sb);
 }
 
-static void stop_client(void *arg) { kill(*(pid_t *)arg, SIGKILL); }
+static void stop_client(void *arg) { gvisor_client_kill(arg); }
 
 /* runsc's complaint on the memfd that was its stderr: the first line, past
  * its log prefix. */
@@ -85,11 +99,13 @@ static void first_error_line(int fd, char *out, size_t outlen) {
  * reads and writes nothing, and a pipe would be held open by the sandbox for
  * its lifetime. Its stderr is a memfd, for runsc's own error message. */
 static bool session_create(gvisor_sandbox *sb, al_error *err) {
-    char log[PATH_MAX + 32], why[200] = "";
-    snprintf(log, sizeof log, "%s/runsc-create.log", sb->bundle.dir);
+    char why[200] = "";
+    gvisor_logs logs;
+    if (!gvisor_logs_init(&logs, sb->bundle.dir, "create", "create"))
+        return sandbox_error(err, AL_ERR_ARGUMENT, "gvisor: state dir path too long");
     const char *sub[] = {"create", "--bundle", sb->bundle.dir, sb->bundle.id, NULL};
     const char *argv[GVISOR_ARGV_MAX];
-    if (!gvisor_argv(&sb->ctx, log, "create", sub, argv))
+    if (!gvisor_argv(&sb->ctx, &logs, sub, argv))
         return sandbox_error(err, AL_ERR_ARGUMENT, "gvisor: runsc command line too long");
     int null = open("/dev/null", O_RDWR | O_CLOEXEC);
     if (null < 0) return sandbox_error_errno(err, "gvisor: /dev/null");
@@ -103,10 +119,11 @@ static bool session_create(gvisor_sandbox *sb, al_error *err) {
     w.out_fd = w.err_fd = -1;
     w.start_ns = sandbox_now_ns();
     w.timeout_ms = GVISOR_HELPER_TIMEOUT_MS;
+    w.client = &sb->create;
     w.stop = stop_client;
-    w.stop_arg = &w.pid;
-    bool spawned = gvisor_spawn(argv, null, null, errfd, sb->have_cgroup ? &sb->cg : NULL, &w.pid,
-                                &w.pidfd, err);
+    w.stop_arg = &sb->create;
+    bool spawned = gvisor_spawn(argv, null, null, errfd, sb->have_cgroup ? &sb->cg : NULL, true,
+                                &sb->create, err);
     close(null);
     if (!spawned) {
         close(errfd);
@@ -117,7 +134,8 @@ static bool session_create(gvisor_sandbox *sb, al_error *err) {
         close(errfd);
         return true;
     }
-    if (gvisor_log_status(log, why, sizeof why) == GVISOR_NO_LOG) first_error_line(errfd, why, sizeof why);
+    if (gvisor_log_status(logs.client, why, sizeof why) == GVISOR_NO_LOG)
+        first_error_line(errfd, why, sizeof why);
     close(errfd);
     return sandbox_error(err, AL_ERR_SYSTEM, "gvisor: runsc create: %s",
                          w.fired ? "timed out" : why);
@@ -129,6 +147,7 @@ gvisor_sandbox *gvisor_session_open(const al_policy *policy, al_error *err) {
         sandbox_error(err, AL_ERR_NOMEM, "gvisor: out of memory");
         return NULL;
     }
+    gvisor_client_init(&sb->create);
     char rootfs[PATH_MAX];
     if (!gvisor_ctx_init(&sb->ctx, policy->state_dir, policy->gvisor_platform, err)) {
         free(sb);
@@ -164,7 +183,7 @@ typedef struct exec_stop {
     const al_policy *policy;
     char pid_file[PATH_MAX + 32];
     char kill_json[PATH_MAX + 32];
-    pid_t client;
+    gvisor_client *client;
 } exec_stop;
 
 static int read_pid(const char *path) {
@@ -200,7 +219,7 @@ static void stop_exec(void *arg) {
     if (kill_group(s)) return;
     /* Could not reach the process group: the only sure kill is the sandbox. */
     mark_dead(s->sb, "an execution hit a limit and its processes could not be killed alone");
-    kill(s->client, SIGKILL);
+    gvisor_client_kill(s->client);
 }
 
 /* The sandbox is still running? (After runsc failed to report a status.) */
@@ -217,12 +236,13 @@ static bool still_running(gvisor_sandbox *sb) {
     return running;
 }
 
-static bool exec_spawn(gvisor_sandbox *sb, const al_policy *p, gvisor_watch *w, const char *log,
-                       exec_stop *stop, const char *process_json, al_error *err) {
+static bool exec_spawn(gvisor_sandbox *sb, const al_policy *p, gvisor_watch *w,
+                       const gvisor_logs *logs, exec_stop *stop, const char *process_json,
+                       al_error *err) {
     const char *sub[] = {"exec", "--internal-pid-file", stop->pid_file, "--process",
                          process_json, sb->bundle.id, NULL};
     const char *argv[GVISOR_ARGV_MAX];
-    if (!gvisor_argv(&sb->ctx, log, "exec", sub, argv))
+    if (!gvisor_argv(&sb->ctx, logs, sub, argv))
         return sandbox_error(err, AL_ERR_ARGUMENT, "gvisor: runsc command line too long");
     int in = memfd_create("airlock-stdin", MFD_CLOEXEC);
     if (in < 0) return sandbox_error_errno(err, "gvisor: memfd_create");
@@ -249,9 +269,10 @@ static bool exec_spawn(gvisor_sandbox *sb, const al_policy *p, gvisor_watch *w, 
     }
     w->start_ns = sandbox_now_ns();
     /* The exec client is only an RPC client: the program runs in the
-     * sandbox (already in the cgroup), so the client stays outside it and
-     * its own memory is not charged to the session. */
-    bool ok = gvisor_spawn(argv, in, po[1], pe[1], NULL, &w->pid, &w->pidfd, err);
+     * sandbox (already in the cgroup, already reaped by the session's
+     * reaper), so the client is our plain child outside the cgroup and its
+     * own memory is not charged to the session. */
+    bool ok = gvisor_spawn(argv, in, po[1], pe[1], NULL, false, w->client, err);
     close(in);
     close(po[1]);
     close(pe[1]);
@@ -268,24 +289,30 @@ static bool exec_spawn(gvisor_sandbox *sb, const al_policy *p, gvisor_watch *w, 
 /* Run one execution; false with err set when it could not be started. */
 static bool exec_one(gvisor_sandbox *sb, const al_policy *p, al_result *r, al_error *err) {
     unsigned n = ++sb->execs;
-    char process_json[PATH_MAX + 32], log[PATH_MAX + 32], why[200];
+    char process_json[PATH_MAX + 32], tag[32], why[200];
     exec_stop stop = {.sb = sb, .policy = p};
+    gvisor_logs logs;
+    snprintf(tag, sizeof tag, "exec-%u", n);
+    if (!gvisor_logs_init(&logs, sb->bundle.dir, tag, "exec"))
+        return sandbox_error(err, AL_ERR_ARGUMENT, "gvisor: state dir path too long");
     snprintf(process_json, sizeof process_json, "%s/exec-%u.json", sb->bundle.dir, n);
-    snprintf(log, sizeof log, "%s/exec-%u.log", sb->bundle.dir, n);
     snprintf(stop.pid_file, sizeof stop.pid_file, "%s/exec-%u.pid", sb->bundle.dir, n);
     snprintf(stop.kill_json, sizeof stop.kill_json, "%s/exec-%u-kill.json", sb->bundle.dir, n);
     if (!gvisor_write_process(process_json, p, p->argv, p->argc, err)) return false;
 
     native_cgroup_stats before = {0}, after = {0};
     if (sb->have_cgroup) cgroup_read_stats(&sb->cg, &before);
+    gvisor_client client;
+    gvisor_client_init(&client);
     gvisor_watch w;
     memset(&w, 0, sizeof w);
-    w.pidfd = w.out_fd = w.err_fd = -1;
+    w.out_fd = w.err_fd = -1;
+    w.client = &client;
     capture_init(&w.out, p->stdout_cap);
     capture_init(&w.err, p->stderr_cap);
-    bool ok = exec_spawn(sb, p, &w, log, &stop, process_json, err);
+    bool ok = exec_spawn(sb, p, &w, &logs, &stop, process_json, err);
     if (ok) {
-        stop.client = w.pid;
+        stop.client = &client;
         w.timeout_ms = p->timeout_ms;
         w.cpu_limit_ns = p->cpu_time_ms * 1000000u;
         w.cg = sb->have_cgroup ? &sb->cg : NULL;
@@ -293,7 +320,9 @@ static bool exec_one(gvisor_sandbox *sb, const al_policy *p, al_result *r, al_er
         w.stop = stop_exec;
         w.stop_arg = &stop;
         gvisor_watch_run(&w);
-        int status = gvisor_log_status(log, why, sizeof why);
+        gvisor_client_finish(&client, GVISOR_REAP_TIMEOUT_MS);
+        int status = gvisor_log_status(logs.client, why, sizeof why);
+        if (status < 0) gvisor_strip_runsc_error(&w.err, logs.client);
         if (sb->have_cgroup) cgroup_read_stats(&sb->cg, &after);
         after.oom_kills = after.oom_kills > before.oom_kills ? after.oom_kills - before.oom_kills : 0;
         after.pids_refused = after.pids_refused > before.pids_refused
@@ -309,7 +338,7 @@ static bool exec_one(gvisor_sandbox *sb, const al_policy *p, al_result *r, al_er
         capture_free(&w.err);
     }
     unlink(process_json);
-    unlink(log);
+    gvisor_logs_remove(&logs);
     unlink(stop.pid_file);
     unlink(stop.kill_json);
     return ok;
