@@ -49,6 +49,15 @@
  *   sandbox of one program already has ~60 host threads, so a limit of 64
  *   kills the sentry), and it removes the cgroups it made before we could
  *   read the OOM count, peak memory and CPU time.
+ *
+ * System calls. The spec carries the native backend's seccomp deny-list
+ * (oci.c, seccomp_json), which the sentry enforces inside the sandbox
+ * (runsc --oci-seccomp): refused calls fail with EPERM (uncounted: the
+ * result's denied_syscalls stays 0). This runsc loads it only into the
+ * container's own process and its descendants: an al_exec program is
+ * covered; in a session only the idle init is, and every execution, started
+ * by `runsc exec`, runs without it (a known gap of runsc before
+ * google/gvisor#12692, 2026; test_gvisor.c reports which it is).
  */
 #ifndef AIRLOCK_GVISOR_H
 #define AIRLOCK_GVISOR_H
@@ -129,7 +138,7 @@ bool gvisor_logs_init(gvisor_logs *l, const char *dir, const char *tag, const ch
 void gvisor_logs_remove(const gvisor_logs *l);
 
 /* Fill argv with "runsc --root R --platform P --network=none --ignore-cgroups
- * [log flags]" (log flags when logs: --debug-log=PATTERN --panic-log=PANIC
+ * --oci-seccomp [log flags]" (log flags when logs: --debug-log=PATTERN --panic-log=PANIC
  * --alsologtostderr=false), then the subcommand words in sub
  * (NULL-terminated). argv borrows every string. argv has room for
  * GVISOR_ARGV_MAX entries and is NULL-terminated. False when it would not fit. */

@@ -5,9 +5,10 @@
  *
  * Invariants:
  *  - every runsc command line starts with the same --root (<state>/runsc),
- *    --platform and --network=none: a container is only ever addressed
- *    through the root that made it, and no sandbox gets a network device
- *    (gVisor then gives it loopback only);
+ *    --platform, --network=none and --oci-seccomp: a container is only ever
+ *    addressed through the root that made it, no sandbox gets a network
+ *    device (gVisor then gives it loopback only), and no sandbox boots
+ *    without the seccomp filter of its spec (oci.c);
  *  - a command that starts or enters a sandbox (run, create, exec) gets
  *    log files for itself, the sandbox and the gofer (gvisor_logs): no runsc
  *    process ever logs to the stdout/stderr it shares with the program;
@@ -205,6 +206,11 @@ bool gvisor_argv(const gvisor_ctx *ctx, const gvisor_logs *logs, const char *con
      * hierarchy (escaping airlock's cgroup and its limits). The sandbox must
      * stay where gvisor_spawn put runsc. */
     argv[n++] = "--ignore-cgroups";
+    /* Without it this runsc ignores the spec's linux.seccomp (the sentry
+     * logs "Seccomp spec is being ignored") and the program runs without
+     * the deny-list oci.c puts there. Only run and create use it (the
+     * sandbox they boot keeps it); the other commands accept it. */
+    argv[n++] = "--oci-seccomp";
     if (logs) {
         /* See gvisor_logs: every runsc process logs to its own file, none
          * to the program's stderr. */
