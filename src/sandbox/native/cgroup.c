@@ -40,26 +40,6 @@
 
 #include "native.h"
 
-/* ---- shared by cgroup.c, cgroup_v1.c and cgroup_v2.c ------------------------
- * Declared in each of the three files because native.h is not ours to
- * change; keep the three blocks identical (they belong in native.h's
- * "internal to cgroup*.c" section). Paths are PATH_MAX buffers. */
-#define CGROUP_DIR_PREFIX "airlock."
-bool cgroup_find(const char *controller, char *root, char *current);
-bool cgroup_join(char *out, const char *dir, const char *name);
-bool cgroup_write(const char *dir, const char *file, const char *text);
-bool cgroup_write_u64(const char *dir, const char *file, uint64_t value);
-bool cgroup_read(const char *dir, const char *file, char *buf, size_t len);
-bool cgroup_read_u64(const char *dir, const char *file, uint64_t *value);
-bool cgroup_read_key(const char *dir, const char *file, const char *key, uint64_t *value);
-bool cgroup_has_word(const char *list, const char *word);
-bool cgroup_remove(const char *dir);
-size_t cgroup_v1_parents(char (*out)[PATH_MAX], size_t max);
-size_t cgroup_v2_parents(char (*out)[PATH_MAX], size_t max);
-void cgroup_v1_probe(const char *name, bool *writable, char *controllers, size_t len);
-void cgroup_v2_probe(const char *name, bool *writable, char *controllers, size_t len);
-/* ---------------------------------------------------------------------------- */
-
 #define NAME_MAX_LEN 200           /* "airlock." + name stays far below NAME_MAX */
 #define REMOVE_ROUNDS 200          /* rmdir attempts (5 ms apart: ~1 s) */
 #define KILL_BATCH 256             /* pids signalled per round */
@@ -69,9 +49,12 @@ void cgroup_v2_probe(const char *name, bool *writable, char *controllers, size_t
 /* ---- reading lines with a bounded buffer ------------------------------------ */
 
 /* Lines longer than the buffer are skipped whole: no caller needs one (a
- * mountinfo line that long is not a cgroup mount we could use anyway). */
+ * mountinfo line that long is not a cgroup mount we could use anyway). A
+ * reader reads a file, or walks text already in memory (a snapshot), copying
+ * each line into buf so the caller may cut it up. */
 typedef struct line_reader {
     int fd;
+    const char *text;   /* memory mode: the rest of the text (NULL: file mode) */
     size_t start, end;
     bool eof, error, overlong;
     char buf[8192];
@@ -79,9 +62,17 @@ typedef struct line_reader {
 
 static bool reader_open(line_reader *r, const char *path) {
     r->fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    r->text = NULL;
     r->start = r->end = 0;
     r->eof = r->error = r->overlong = false;
     return r->fd >= 0;
+}
+
+static void reader_open_text(line_reader *r, const char *text) {
+    r->fd = -1;
+    r->text = text;
+    r->start = r->end = 0;
+    r->eof = r->error = r->overlong = false;
 }
 
 static void reader_close(line_reader *r) {
@@ -109,9 +100,24 @@ static void reader_fill(line_reader *r) {
     r->end += (size_t)n;
 }
 
+static char *text_next(line_reader *r) {
+    while (*r->text) {
+        const char *nl = strchr(r->text, '\n');
+        size_t len = nl ? (size_t)(nl - r->text) : strlen(r->text);
+        const char *line = r->text;
+        r->text += len + (nl ? 1 : 0);
+        if (len >= sizeof r->buf) continue; /* overlong: skipped, like a file's */
+        memcpy(r->buf, line, len);
+        r->buf[len] = '\0';
+        return r->buf;
+    }
+    return NULL;
+}
+
 /* The next line without its '\n' (NUL-terminated, valid until the next
  * call), or NULL at the end. */
 static char *reader_next(line_reader *r) {
+    if (r->text) return text_next(r);
     for (;;) {
         char *base = r->buf + r->start;
         char *nl = memchr(base, '\n', r->end - r->start);
@@ -128,6 +134,69 @@ static char *reader_next(line_reader *r) {
         if (r->eof) return NULL;
         reader_fill(r);
     }
+}
+
+/* A whole proc file as a NUL-terminated heap string (NULL with errno). */
+static char *read_whole(const char *path) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) return NULL;
+    size_t len = 0, cap = 8192;
+    char *text = malloc(cap);
+    while (text) {
+        if (len + 1 == cap) {
+            char *grown = cap < (64u << 20) ? realloc(text, cap * 2) : NULL;
+            if (!grown) {
+                free(text);
+                text = NULL;
+                errno = ENOMEM;
+                break;
+            }
+            text = grown;
+            cap *= 2;
+        }
+        ssize_t n = read(fd, text + len, cap - 1 - len);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) {
+            free(text);
+            text = NULL;
+            break;
+        }
+        if (n == 0) {
+            text[len] = '\0';
+            break;
+        }
+        len += (size_t)n;
+    }
+    int saved = errno;
+    close(fd);
+    errno = saved;
+    return text;
+}
+
+bool cgroup_snapshot_take(cgroup_snapshot *snap) {
+    snap->mountinfo = read_whole("/proc/self/mountinfo");
+    snap->self_cgroup = snap->mountinfo ? read_whole("/proc/self/cgroup") : NULL;
+    if (snap->self_cgroup) return true;
+    int saved = errno;
+    cgroup_snapshot_free(snap);
+    errno = saved;
+    return false;
+}
+
+void cgroup_snapshot_free(cgroup_snapshot *snap) {
+    free(snap->mountinfo);
+    free(snap->self_cgroup);
+    snap->mountinfo = snap->self_cgroup = NULL;
+}
+
+/* A reader over the snapshot's copy of path's text, or over the file. */
+static bool reader_open_from(line_reader *r, const cgroup_snapshot *snap, const char *path) {
+    const char *text = !snap ? NULL
+                       : strcmp(path, "/proc/self/mountinfo") == 0 ? snap->mountinfo
+                                                                   : snap->self_cgroup;
+    if (!text) return reader_open(r, path);
+    reader_open_text(r, text);
+    return true;
 }
 
 /* ---- strict numbers and words ------------------------------------------------- */
@@ -291,9 +360,10 @@ static size_t split_fields(char *line, char **fields, size_t max) {
 
 /* The mount point and mount root of the hierarchy holding controller
  * (NULL: the cgroup2 hierarchy). */
-static bool find_mount(const char *controller, char *mountpoint, char *mount_root) {
+static bool find_mount(const cgroup_snapshot *snap, const char *controller, char *mountpoint,
+                       char *mount_root) {
     line_reader r;
-    if (!reader_open(&r, "/proc/self/mountinfo")) return false;
+    if (!reader_open_from(&r, snap, "/proc/self/mountinfo")) return false;
     bool found = false;
     for (char *line; !found && (line = reader_next(&r));) {
         char *f[64];
@@ -324,9 +394,9 @@ static bool find_mount(const char *controller, char *mountpoint, char *mount_roo
 }
 
 /* This process's cgroup path in the hierarchy of controller (NULL: v2). */
-static bool find_own_path(const char *controller, char *path) {
+static bool find_own_path(const cgroup_snapshot *snap, const char *controller, char *path) {
     line_reader r;
-    if (!reader_open(&r, "/proc/self/cgroup")) return false;
+    if (!reader_open_from(&r, snap, "/proc/self/cgroup")) return false;
     bool found = false;
     for (char *line; !found && (line = reader_next(&r));) {
         char *c1 = strchr(line, ':');
@@ -344,6 +414,21 @@ static bool find_own_path(const char *controller, char *path) {
     return found;
 }
 
+bool cgroup_v1_has_limits(void) {
+    line_reader r;
+    if (!reader_open(&r, "/proc/self/cgroup")) return false;
+    bool bound = false;
+    for (char *line; !bound && (line = reader_next(&r));) {
+        char *c1 = strchr(line, ':');
+        char *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+        if (!c2 || strncmp(line, "0:", 2) == 0) continue; /* "0::" is v2 */
+        *c2 = '\0';
+        bound = cgroup_has_word(c1 + 1, "memory") || cgroup_has_word(c1 + 1, "pids");
+    }
+    reader_close(&r);
+    return bound;
+}
+
 /* A path that climbs ("/.." appears when our cgroup lies outside the
  * cgroup namespace's root) does not name a directory under the mount. */
 static bool path_climbs(const char *p) {
@@ -354,14 +439,14 @@ static bool path_climbs(const char *p) {
 
 /* root: the hierarchy's mount point; current: this process's cgroup in it
  * (the mount point when it cannot be placed under the mount). */
-bool cgroup_find(const char *controller, char *root, char *current) {
+bool cgroup_find(const cgroup_snapshot *snap, const char *controller, char *root, char *current) {
     char mount_root[PATH_MAX], own[PATH_MAX];
-    if (!find_mount(controller, root, mount_root)) {
+    if (!find_mount(snap, controller, root, mount_root)) {
         errno = ENOENT;
         return false;
     }
     snprintf(current, PATH_MAX, "%s", root);
-    if (!find_own_path(controller, own) || path_climbs(own)) return true;
+    if (!find_own_path(snap, controller, own) || path_climbs(own)) return true;
     const char *rel = own;
     if (strcmp(mount_root, "/") != 0) {
         size_t n = strlen(mount_root);
@@ -477,7 +562,11 @@ static void remove_children(const char *dir, int depth) {
 
 static bool remove_tree(const char *dir, int depth) {
     if (depth > MAX_DEPTH) return false;
-    remove_children(dir, depth);
+    /* The common case first: a sandbox whose processes are all gone and
+     * that made no sub-cgroups is one rmdir, with no directory listing. */
+    if (rmdir(dir) == 0 || errno == ENOENT) return true;
+    if (errno != EBUSY && errno != ENOTEMPTY) return false;
+    remove_children(dir, depth); /* rmdir refuses a cgroup with children (EBUSY) */
     for (int round = 0; round < REMOVE_ROUNDS; round++) {
         if (rmdir(dir) == 0 || errno == ENOENT) return true;
         if (errno != EBUSY && errno != ENOTEMPTY) return false;
@@ -526,11 +615,18 @@ bool cgroup_create(native_cgroup *cg, const char *name, uint64_t memory_bytes,
     if (!name || !valid_name(name, NULL))
         return sandbox_error(err, AL_ERR_ARGUMENT, "cgroup name '%.64s' is not al-<pid>-...",
                              name ? name : "(null)");
-    if (cgroup_v2_create(cg, name, memory_bytes, max_processes)) return true;
-    int v2_errno = errno;
-    memset(cg, 0, sizeof *cg);
-    if (cgroup_v1_create(cg, name, memory_bytes, max_processes)) return true;
-    int v1_errno = errno;
+    /* Without a snapshot (out of memory) each lookup reads the files. */
+    cgroup_snapshot snap;
+    const cgroup_snapshot *use = cgroup_snapshot_take(&snap) ? &snap : NULL;
+    bool made = cgroup_v2_create(use, cg, name, memory_bytes, max_processes);
+    int v2_errno = made ? 0 : errno, v1_errno = 0;
+    if (!made) {
+        memset(cg, 0, sizeof *cg);
+        made = cgroup_v1_create(use, cg, name, memory_bytes, max_processes);
+        v1_errno = made ? 0 : errno;
+    }
+    if (use) cgroup_snapshot_free(&snap);
+    if (made) return true;
     memset(cg, 0, sizeof *cg);
     /* Ids are unique, so an existing directory is someone else's: its limits
      * (and its other members) are not ours to trust or to share. */
@@ -539,6 +635,27 @@ bool cgroup_create(native_cgroup *cg, const char *name, uint64_t memory_bytes,
         return sandbox_error_errno(err, "cgroup " CGROUP_DIR_PREFIX "%s", name);
     }
     return true; /* version 0: nothing writable, the caller uses rlimits */
+}
+
+bool cgroup_create_version(const cgroup_snapshot *snap, int version, native_cgroup *cg,
+                           const char *name, uint64_t memory_bytes, uint32_t max_processes,
+                           al_error *err) {
+    memset(cg, 0, sizeof *cg);
+    if (!name || !valid_name(name, NULL))
+        return sandbox_error(err, AL_ERR_ARGUMENT, "cgroup name '%.64s' is not al-<pid>-...",
+                             name ? name : "(null)");
+    errno = EINVAL;
+    bool made = version == 2   ? cgroup_v2_create(snap, cg, name, memory_bytes, max_processes)
+                : version == 1 ? cgroup_v1_create(snap, cg, name, memory_bytes, max_processes)
+                               : false;
+    if (made) return true;
+    int saved = errno;
+    memset(cg, 0, sizeof *cg);
+    if (saved == EEXIST) { /* ids are unique: see cgroup_create */
+        errno = EEXIST;
+        return sandbox_error_errno(err, "cgroup " CGROUP_DIR_PREFIX "%s", name);
+    }
+    return true;
 }
 
 bool cgroup_add_process(const native_cgroup *cg, pid_t pid, al_error *err) {
@@ -557,6 +674,39 @@ bool cgroup_add_process(const native_cgroup *cg, pid_t pid, al_error *err) {
         }
     }
     return true;
+}
+
+bool cgroup_open_self_join(const native_cgroup *cg, int fds[NATIVE_CGROUP_JOIN_MAX]) {
+    for (size_t i = 0; i < NATIVE_CGROUP_JOIN_MAX; i++) fds[i] = -1;
+    if (cg->version != 1) return true;
+    const char *dirs[NATIVE_CGROUP_JOIN_MAX] = {cg->memory, cg->pids, cg->cpuacct};
+    size_t n = 0;
+    for (size_t i = 0; i < NATIVE_CGROUP_JOIN_MAX; i++) {
+        bool seen = !dirs[i][0];
+        for (size_t k = 0; k < i && !seen; k++) seen = strcmp(dirs[k], dirs[i]) == 0;
+        if (seen) continue; /* a hierarchy holding two of the controllers */
+        char path[PATH_MAX];
+        int fd = cgroup_join(path, dirs[i], "tasks")
+                     ? open(path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW)
+                     : -1;
+        if (fd < 0) {
+            int saved = errno;
+            for (size_t k = 0; k < n; k++) close(fds[k]);
+            for (size_t k = 0; k < NATIVE_CGROUP_JOIN_MAX; k++) fds[k] = -1;
+            errno = saved;
+            return false;
+        }
+        fds[n++] = fd;
+    }
+    return true;
+}
+
+int cgroup_open_dir(const native_cgroup *cg) {
+    if (cg->version != 2) {
+        errno = EINVAL;
+        return -1;
+    }
+    return open(cg->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
 }
 
 void cgroup_read_stats(const native_cgroup *cg, native_cgroup_stats *stats) {
@@ -700,8 +850,8 @@ unsigned cgroup_collect_orphans(void) {
     name_set *counted = calloc(1, sizeof *counted);
     unsigned removed = 0;
     if (parents && counted) {
-        size_t n = cgroup_v2_parents(parents, MAX_PARENTS);
-        n += cgroup_v1_parents(parents + n, MAX_PARENTS - n);
+        size_t n = cgroup_v2_parents(NULL, parents, MAX_PARENTS);
+        n += cgroup_v1_parents(NULL, parents + n, MAX_PARENTS - n);
         for (size_t i = 0; i < n; i++) removed += scan_parent(parents[i], counted);
     }
     free(parents);

@@ -24,25 +24,6 @@
 
 #include "native.h"
 
-/* ---- shared by cgroup.c, cgroup_v1.c and cgroup_v2.c ------------------------
- * Declared in each of the three files because native.h is not ours to
- * change; keep the three blocks identical (they belong in native.h's
- * "internal to cgroup*.c" section). Paths are PATH_MAX buffers. */
-#define CGROUP_DIR_PREFIX "airlock."
-bool cgroup_find(const char *controller, char *root, char *current);
-bool cgroup_join(char *out, const char *dir, const char *name);
-bool cgroup_write(const char *dir, const char *file, const char *text);
-bool cgroup_write_u64(const char *dir, const char *file, uint64_t value);
-bool cgroup_read(const char *dir, const char *file, char *buf, size_t len);
-bool cgroup_read_u64(const char *dir, const char *file, uint64_t *value);
-bool cgroup_read_key(const char *dir, const char *file, const char *key, uint64_t *value);
-bool cgroup_has_word(const char *list, const char *word);
-bool cgroup_remove(const char *dir);
-size_t cgroup_v1_parents(char (*out)[PATH_MAX], size_t max);
-size_t cgroup_v2_parents(char (*out)[PATH_MAX], size_t max);
-void cgroup_v1_probe(const char *name, bool *writable, char *controllers, size_t len);
-void cgroup_v2_probe(const char *name, bool *writable, char *controllers, size_t len);
-/* ---------------------------------------------------------------------------- */
 
 /* The controllers a sandbox uses, in the order they are set up. */
 static const char *const used_controllers[] = {"memory", "pids", "cpuacct"};
@@ -59,11 +40,11 @@ static bool add_unique(char (*out)[PATH_MAX], size_t *n, size_t max, const char 
 
 /* Where airlock may make v1 cgroups: its own cgroup and the root, in each
  * hierarchy it uses. */
-size_t cgroup_v1_parents(char (*out)[PATH_MAX], size_t max) {
+size_t cgroup_v1_parents(const cgroup_snapshot *snap, char (*out)[PATH_MAX], size_t max) {
     size_t n = 0;
     for (size_t i = 0; i < NUSED; i++) {
         char root[PATH_MAX], current[PATH_MAX];
-        if (!cgroup_find(used_controllers[i], root, current)) continue;
+        if (!cgroup_find(snap, used_controllers[i], root, current)) continue;
         add_unique(out, &n, max, current);
         add_unique(out, &n, max, root);
     }
@@ -72,11 +53,11 @@ size_t cgroup_v1_parents(char (*out)[PATH_MAX], size_t max) {
 
 /* Make (or reuse, same hierarchy) the directory for controller into out.
  * *made tells whether this call created it. */
-static bool make_dir(const native_cgroup *cg, const char *controller, const char *name, char *out,
-                     bool *made) {
+static bool make_dir(const cgroup_snapshot *snap, const native_cgroup *cg, const char *controller,
+                     const char *name, char *out, bool *made) {
     char root[PATH_MAX], current[PATH_MAX], leaf[NAME_MAX + 1];
     *made = false;
-    if (!cgroup_find(controller, root, current)) return false;
+    if (!cgroup_find(snap, controller, root, current)) return false;
     snprintf(leaf, sizeof leaf, CGROUP_DIR_PREFIX "%s", name);
     const char *bases[] = {current, root};
     int last = EACCES;
@@ -132,17 +113,17 @@ static void drop_dir(char *dir, bool made) {
     dir[0] = '\0';
 }
 
-bool cgroup_v1_create(native_cgroup *cg, const char *name, uint64_t memory_bytes,
-                      uint32_t max_processes) {
+bool cgroup_v1_create(const cgroup_snapshot *snap, native_cgroup *cg, const char *name,
+                      uint64_t memory_bytes, uint32_t max_processes) {
     bool made;
     int first_errno = 0;
-    if (make_dir(cg, "memory", name, cg->memory, &made)) {
+    if (make_dir(snap, cg, "memory", name, cg->memory, &made)) {
         cg->has_memory = memory_limits(cg->memory, memory_bytes);
         if (!cg->has_memory) drop_dir(cg->memory, made);
     } else {
         first_errno = errno;
     }
-    if (first_errno != EEXIST && make_dir(cg, "pids", name, cg->pids, &made)) {
+    if (first_errno != EEXIST && make_dir(snap, cg, "pids", name, cg->pids, &made)) {
         cg->has_pids = pids_limit(cg->pids, max_processes);
         if (!cg->has_pids) drop_dir(cg->pids, made);
     } else if (!first_errno) {
@@ -153,7 +134,7 @@ bool cgroup_v1_create(native_cgroup *cg, const char *name, uint64_t memory_bytes
         return false;
     }
     /* CPU accounting only: without it cpu_ns comes from the wait status. */
-    cg->has_cpu = first_errno != EEXIST && make_dir(cg, "cpuacct", name, cg->cpuacct, &made);
+    cg->has_cpu = first_errno != EEXIST && make_dir(snap, cg, "cpuacct", name, cg->cpuacct, &made);
     if (!cg->has_cpu) cg->cpuacct[0] = '\0';
     if (first_errno == EEXIST) {
         cgroup_v1_destroy(cg);
@@ -197,7 +178,7 @@ void cgroup_v1_probe(const char *name, bool *writable, char *controllers, size_t
         native_cgroup cg = {0};
         char dir[PATH_MAX];
         bool made;
-        if (!make_dir(&cg, probed[i], name, dir, &made)) continue;
+        if (!make_dir(NULL, &cg, probed[i], name, dir, &made)) continue;
         if (made) cgroup_remove(dir);
         if (!strcmp(probed[i], "memory")) memory = true;
         if (!strcmp(probed[i], "pids")) pids = true;

@@ -35,25 +35,6 @@
 
 #include "native.h"
 
-/* ---- shared by cgroup.c, cgroup_v1.c and cgroup_v2.c ------------------------
- * Declared in each of the three files because native.h is not ours to
- * change; keep the three blocks identical (they belong in native.h's
- * "internal to cgroup*.c" section). Paths are PATH_MAX buffers. */
-#define CGROUP_DIR_PREFIX "airlock."
-bool cgroup_find(const char *controller, char *root, char *current);
-bool cgroup_join(char *out, const char *dir, const char *name);
-bool cgroup_write(const char *dir, const char *file, const char *text);
-bool cgroup_write_u64(const char *dir, const char *file, uint64_t value);
-bool cgroup_read(const char *dir, const char *file, char *buf, size_t len);
-bool cgroup_read_u64(const char *dir, const char *file, uint64_t *value);
-bool cgroup_read_key(const char *dir, const char *file, const char *key, uint64_t *value);
-bool cgroup_has_word(const char *list, const char *word);
-bool cgroup_remove(const char *dir);
-size_t cgroup_v1_parents(char (*out)[PATH_MAX], size_t max);
-size_t cgroup_v2_parents(char (*out)[PATH_MAX], size_t max);
-void cgroup_v1_probe(const char *name, bool *writable, char *controllers, size_t len);
-void cgroup_v2_probe(const char *name, bool *writable, char *controllers, size_t len);
-/* ---------------------------------------------------------------------------- */
 
 #define CONTROLLERS_LEN 512
 
@@ -77,10 +58,10 @@ static bool add_unique(char (*out)[PATH_MAX], size_t *n, size_t max, const char 
 
 /* Where airlock may make v2 cgroups: its own cgroup, that cgroup's parent,
  * the hierarchy root (see the file comment for which is used when). */
-size_t cgroup_v2_parents(char (*out)[PATH_MAX], size_t max) {
+size_t cgroup_v2_parents(const cgroup_snapshot *snap, char (*out)[PATH_MAX], size_t max) {
     char root[PATH_MAX], current[PATH_MAX];
     size_t n = 0;
-    if (!cgroup_find(NULL, root, current)) return 0;
+    if (!cgroup_find(snap, NULL, root, current)) return 0;
     add_unique(out, &n, max, current);
     char *slash = strrchr(current, '/');
     if (strcmp(current, root) != 0 && slash && (size_t)(slash - current) >= strlen(root)) {
@@ -147,10 +128,10 @@ static bool make_child(native_cgroup *cg, const char *parent, const char *name,
     return true;
 }
 
-bool cgroup_v2_create(native_cgroup *cg, const char *name, uint64_t memory_bytes,
-                      uint32_t max_processes) {
+bool cgroup_v2_create(const cgroup_snapshot *snap, native_cgroup *cg, const char *name,
+                      uint64_t memory_bytes, uint32_t max_processes) {
     char parents[3][PATH_MAX];
-    size_t n = cgroup_v2_parents(parents, 3);
+    size_t n = cgroup_v2_parents(snap, parents, 3);
     int last = ENOENT;
     for (size_t i = 0; i < n; i++) {
         errno = 0;
@@ -187,7 +168,7 @@ void cgroup_v2_destroy(native_cgroup *cg) {
  * file) when memory and pids are available and subtree_control is writable. */
 void cgroup_v2_probe(const char *name, bool *writable, char *controllers, size_t len) {
     char parents[3][PATH_MAX], list[CONTROLLERS_LEN], path[PATH_MAX];
-    size_t n = cgroup_v2_parents(parents, 3);
+    size_t n = cgroup_v2_parents(NULL, parents, 3);
     *writable = false;
     if (len) controllers[0] = '\0';
     for (size_t i = 0; i < n && !*writable; i++) {

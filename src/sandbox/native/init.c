@@ -9,32 +9,37 @@
  *      from inside the sandbox, an inherited SIG_IGN for SIGCHLD would make
  *      the program's wait status vanish) and closes every fd it was not
  *      given in the plan (the embedder's files, sockets, pipes);
- *   2. waits for the parent's sync byte: the uid/gid maps are written and it
- *      is in the cgroup (EOF: the parent gave up, exit quietly);
+ *   2. waits for the parent's sync byte: the uid/gid maps are written (EOF:
+ *      the parent gave up, exit quietly);
  *   3. becomes guest uid/gid 1000 with no supplementary groups — the maps
  *      only say how ids are seen; without setresuid the process would keep
  *      the caller's kuid (root's, when airlock runs as root) on host files;
  *   4. arms PR_SET_PDEATHSIG (after the id change, which clears it) and
  *      checks the parent is still there, makes itself non-dumpable;
- *   5. sets the hostname, enters a new cgroup namespace (it is in its cgroup
- *      now, so that becomes its root), brings up loopback;
+ *   5. sets the hostname, brings up loopback;
  *   6. moves the granted directories into its own mount namespace (see
  *      localise_grants) and builds the new root (mount_build_root);
+ *      meanwhile the parent makes the cgroup; init then learns from the
+ *      parent which limits it enforces, moves itself into it (v1: through
+ *      the tasks files the parent opened; otherwise the parent placed it)
+ *      and enters a new cgroup namespace, whose root that cgroup becomes;
  *   7. forks the program, then reaps every process of the pid namespace;
  *      when the program ends it SIGKILLs everything left (kill(-1) from pid
  *      1 reaches exactly the namespace), reaps it, reports the program's
  *      wait status (NATIVE_MSG_EXIT) and exits 0.
  * The program's process (program_main) wires stdio, closes everything else,
- * applies rlimits, chdir, Landlock, drops capabilities, loads seccomp, hands
- * the listener to the parent and execs, looking argv[0] up in the sandbox's
- * PATH itself.
+ * applies rlimits, chdir, Landlock, drops capabilities, reads the seccomp
+ * filter the parent compiled meanwhile from the sync socket and loads it,
+ * hands the listener to the parent and execs, looking argv[0] up in the
+ * sandbox's PATH itself.
  *
  * Invariants (native.h's child rules): no malloc, no stdio, no locks — the
  * parent may have had other threads at clone time, whose locks are frozen
  * in this copy. Credential changes use raw syscalls because glibc's
  * setresuid would try to broadcast the change to those phantom threads. The
- * seccomp filter arrives compiled in the plan (seccomp_prepare ran in the
- * parent), so loading it is one system call. Every failure is a
+ * seccomp filter arrives compiled (seccomp_prepare runs in the parent) over
+ * the sync socket, into the plan's own buffer, so loading it is a read and
+ * one system call. Every failure is a
  * NATIVE_MSG_ERROR naming the step; nothing is printed. Only pid 1 and the
  * program's process before execve hold the control socket; it is
  * close-on-exec, so the untrusted program never can forge a message.
@@ -54,6 +59,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "native.h"
@@ -127,16 +133,127 @@ static bool join_path(char *out, const char *dir, size_t dlen, const char *name)
 
 /* ---- pid 1's setup steps --------------------------------------------------------- */
 
+/* Until the sync socket has something to read (or the parent hung up).
+ * The parent's messages usually arrive before init asks for them, so the
+ * first tries do not wait: for up to SYNC_SPIN_NS this process keeps asking
+ * (yielding the CPU between tries) instead of sleeping. A sleeping process
+ * is woken by the parent's send as a "sync" wakeup, which queues it on the
+ * parent's CPU — behind the parent, which goes on making the cgroup and
+ * compiling the seccomp filter — while the CPU it ran on stays idle; that
+ * delay would add to every run. */
+#define SYNC_SPIN_NS 200000
+static void wait_readable(int fd) {
+    struct timespec start, now;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    for (;;) {
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        int r = poll(&p, 1, 0);
+        if (r != 0) return; /* readable, hung up, or an error: the read says which */
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        int64_t spent = (int64_t)(now.tv_sec - start.tv_sec) * 1000000000 +
+                        (now.tv_nsec - start.tv_nsec);
+        if (spent >= SYNC_SPIN_NS) break;
+        sched_yield();
+    }
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    while (poll(&p, 1, -1) < 0 && errno == EINTR) {}
+}
+
 /* One byte from the parent, or EOF when it gave up (then exit quietly: there
  * is nobody to report to). */
 static void wait_for_parent(const native_plan *plan) {
     char byte;
+    wait_readable(plan->sync_fd);
     for (;;) {
         ssize_t n = read(plan->sync_fd, &byte, 1);
         if (n == 1) return;
         if (n < 0 && errno == EINTR) continue;
         _exit(1);
     }
+}
+
+/* The parent's native_cgroup_msg and the fds that ride along (at most
+ * NATIVE_CGROUP_JOIN_MAX); false (errno set) unless it is whole and
+ * well-formed. Only the first segment carries fds, so the rest of a split
+ * message is read plainly. */
+static bool receive_cgroup_msg(int sock, native_cgroup_msg *msg, int *fds, size_t *nfds) {
+    union {
+        struct cmsghdr align;
+        char buf[CMSG_SPACE(NATIVE_CGROUP_JOIN_MAX * sizeof(int))];
+    } cbuf;
+    struct iovec iov = {.iov_base = msg, .iov_len = sizeof *msg};
+    struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1,
+                        .msg_control = cbuf.buf, .msg_controllen = sizeof cbuf.buf};
+    *nfds = 0;
+    ssize_t n;
+    do {
+        n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
+    } while (n < 0 && errno == EINTR);
+    if (n <= 0) {
+        if (n == 0) errno = EPIPE;
+        return false;
+    }
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
+        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+        size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        for (size_t j = 0; j < k; j++) {
+            int fd;
+            memcpy(&fd, CMSG_DATA(c) + j * sizeof(int), sizeof fd);
+            if (*nfds < NATIVE_CGROUP_JOIN_MAX) fds[(*nfds)++] = fd;
+            else close(fd);
+        }
+    }
+    size_t got = (size_t)n;
+    while (got < sizeof *msg) {
+        ssize_t r = read(sock, (char *)msg + got, sizeof *msg - got);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) {
+            if (r == 0) errno = EPIPE;
+            return false;
+        }
+        got += (size_t)r;
+    }
+    if (msg->magic != NATIVE_CGROUP_MSG_MAGIC || msg->ntasks_fds != *nfds ||
+        (mh.msg_flags & MSG_CTRUNC)) {
+        errno = EPROTO;
+        return false;
+    }
+    return true;
+}
+
+/* Learn which limits the cgroup enforces and move this process (its only
+ * thread: "0" in a v1 tasks file is the writer's own thread) into the
+ * sandbox's cgroup, before the program exists: every process it starts
+ * inherits the cgroup, so the memory and pids limits hold for the whole
+ * tree. The tasks files were opened by the parent, whose credentials the
+ * kernel checks. Without fds the parent did the move (cgroup_add_process,
+ * or clone3 into a v2 cgroup) or there is no cgroup. Then a new cgroup
+ * namespace: this cgroup becomes its root, so the sandbox does not see
+ * where on the host it lives. */
+static void join_cgroup(native_plan *plan) {
+    int ctl = plan->control_fd;
+    native_cgroup_msg msg;
+    int fds[NATIVE_CGROUP_JOIN_MAX];
+    size_t nfds = 0;
+    wait_readable(plan->sync_fd);
+    if (!receive_cgroup_msg(plan->sync_fd, &msg, fds, &nfds)) {
+        for (size_t i = 0; i < nfds; i++) close(fds[i]);
+        native_child_fail(ctl, "receive the cgroup");
+    }
+    plan->cgroup_memory = msg.cgroup_memory != 0;
+    plan->cgroup_pids = msg.cgroup_pids != 0;
+    for (size_t i = 0; i < nfds; i++) {
+        ssize_t n;
+        do {
+            n = write(fds[i], "0", 1);
+        } while (n < 0 && errno == EINTR);
+        if (n != 1) {
+            if (n >= 0) errno = EIO;
+            native_child_fail(ctl, "join the cgroup");
+        }
+        close(fds[i]);
+    }
+    if (unshare(CLONE_NEWCGROUP) < 0) native_child_fail(ctl, "unshare cgroup namespace");
 }
 
 /* Become the guest identity. Raw syscalls: see the file comment. setgroups
@@ -159,7 +276,9 @@ static void become_guest(const native_plan *plan) {
 static void tie_to_parent(const native_plan *plan) {
     if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
         native_child_fail(plan->control_fd, "prctl PDEATHSIG");
-    struct pollfd p = {.fd = plan->sync_fd, .events = POLLIN | POLLRDHUP};
+    /* Only the hang-up counts: the parent's next messages (the cgroup, the
+     * seccomp filter) may already be waiting to be read. */
+    struct pollfd p = {.fd = plan->sync_fd, .events = POLLRDHUP};
     if (poll(&p, 1, 0) != 0) _exit(1);
     /* Non-dumpable: the program (same uid) cannot ptrace pid 1 or read its
      * memory through /proc, which holds a copy of the parent's. */
@@ -327,15 +446,17 @@ static int lift_fd(int ctl, int fd) {
 }
 
 /* The program's process: a fresh fork of pid 1. Everything here is trusted
- * code until execve; the control fd is close-on-exec. */
-static _Noreturn void program_main(const native_plan *plan) {
+ * code until execve; the control fd and the sync socket (which brings the
+ * seccomp filter) are close-on-exec, and the sync socket is closed once the
+ * filter is read. */
+static _Noreturn void program_main(native_plan *plan) {
     int ctl = fcntl(plan->control_fd, F_DUPFD_CLOEXEC, 3);
     if (ctl < 0) native_child_fail(plan->control_fd, "dup control socket");
     if (setsid() < 0) native_child_fail(ctl, "setsid");
     int in = lift_fd(ctl, plan->stdin_fd), out = lift_fd(ctl, plan->stdout_fd),
-        err = lift_fd(ctl, plan->stderr_fd);
+        err = lift_fd(ctl, plan->stderr_fd), sync = lift_fd(ctl, plan->sync_fd);
     if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0) native_child_fail(ctl, "dup2 stdio");
-    int keep[] = {0, 1, 2, ctl};
+    int keep[] = {0, 1, 2, ctl, sync};
     close_fds_except(keep, sizeof keep / sizeof keep[0]);
 
     /* Best effort: make the program's tree, not pid 1, the memory-limit
@@ -360,6 +481,8 @@ static _Noreturn void program_main(const native_plan *plan) {
     if (!landlock_restrict(plan, &step)) native_child_fail(ctl, step);
     step = "drop capabilities";
     if (!caps_drop_all(&step)) native_child_fail(ctl, step);
+    if (!seccomp_receive(sync, &plan->seccomp, &step)) native_child_fail(ctl, step);
+    close(sync);
     int notify_fd = -1;
     step = "seccomp";
     if (!seccomp_install(&plan->seccomp, &notify_fd, &step)) native_child_fail(ctl, step);
@@ -423,12 +546,12 @@ int native_init_main(native_plan *plan) {
     tie_to_parent(plan);
     int ctl = plan->control_fd;
     if (sethostname("airlock", 7) < 0) native_child_fail(ctl, "sethostname");
-    if (unshare(CLONE_NEWCGROUP) < 0) native_child_fail(ctl, "unshare cgroup namespace");
     loopback_up(plan);
     localise_grants(plan);
     const char *step = "mount the new root";
     if (!mount_build_root(plan, &step)) native_child_fail(ctl, step);
     for (size_t i = 0; i < plan->ngrants; i++) close(plan->grants[i].host_fd);
+    join_cgroup(plan); /* meanwhile the parent made it */
 
     pid_t program = _Fork(); /* not fork(): no atfork handlers, whose locks may be frozen */
     if (program < 0) native_child_fail(ctl, "fork the program");

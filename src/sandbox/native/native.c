@@ -4,17 +4,22 @@
  * One run, in order:
  *   1. plan: argv/envp copies (the policy's env plus PATH, HOME, LANG when it
  *      does not set them), cwd, the host ids the guest maps to, one fd per
- *      granted directory opened here as the caller, the limits, the
- *      seccomp filter compiled to BPF (the child only loads it: libseccomp
- *      allocates);
+ *      granted directory opened here as the caller, the limits;
  *   2. channels: stdout/stderr pipes, a sealed memfd holding stdin, the
  *      SOCK_SEQPACKET control pair, the sync socket;
- *   3. the cgroup (memory, pids, cpu), or rlimit fallbacks when none is
- *      writable;
+ *   3. a cgroup v2 cgroup (memory, pids, cpu) when v2 has the controllers;
  *   4. clone3 of the sandbox's init into new user, pid, mount, network, ipc
  *      and uts namespaces, fork-like (no shared memory, so init runs on its
- *      own copy of this stack and heap and never calls malloc); then the
- *      uid/gid maps, the cgroup, and the sync byte that lets init go on;
+ *      own copy of this stack and heap and never calls malloc), straight
+ *      into the v2 cgroup; then the uid/gid maps and the sync byte that lets
+ *      init go on. While init builds the new root, this process makes the
+ *      v1 cgroup when there was no v2 one (or neither: the rlimit
+ *      fallbacks) and tells init, which moves itself in before it forks the
+ *      program (native.h, "the sync protocol"), then compiles the seccomp
+ *      filter to BPF (libseccomp allocates, so never in the child) and sends
+ *      it for the program's process to load just before execve. Neither
+ *      waits on the other, and every step that makes the sandbox has
+ *      happened before the program runs;
  *   5. the event loop: output pipes, control messages, seccomp notifications
  *      (answered EPERM and counted), the wall deadline and the cgroup's CPU
  *      time, until init's pidfd says it exited;
@@ -82,7 +87,13 @@ typedef struct native_run_ctx {
     pid_t pid;
     native_cgroup cg;
     bool cg_made;
+    char cg_name[96];             /* sandbox_new_id: the cgroup's name, either version */
+    cgroup_snapshot cg_snap;      /* where the hierarchies are, for both steps */
+    bool cg_have_snap;
+    int cg_dir;                   /* v2: the cgroup for CLONE_INTO_CGROUP, -1: none */
+    bool cg_joined_at_clone;      /* v2: clone3 put init into the cgroup */
     native_cgroup_stats stats;
+    bool stats_read;              /* stats are final (see read_final_stats) */
     sandbox_capture out, err;
     bool out_open, err_open, ctl_open;
     /* what happened */
@@ -157,6 +168,7 @@ static void normalise_guest(char *out, const char *in) {
 static bool open_grant(native_run_ctx *ctx, size_t i) {
     const al_dir_grant *g = &ctx->policy->dirs[i];
     native_grant *ng = &ctx->plan.grants[i];
+    ng->host_fd = -1;
     normalise_guest(ng->guest, g->guest_path);
     if (strcmp(ng->guest, "/") == 0) {
         sandbox_set_status(ctx->result, AL_STATUS_ERROR, AL_ERR_ARGUMENT,
@@ -219,19 +231,6 @@ static void build_identity_and_limits(native_run_ctx *ctx) {
     plan->max_file_size = p->max_file_size;
     plan->seccomp_notify = true;
     plan->landlock_abi = landlock_abi_version();
-}
-
-/* The seccomp filter is compiled here, not in the child: libseccomp
- * allocates, and the child is a clone of this possibly multi-threaded
- * process, where an allocator lock held by another thread at clone time
- * would never be released (native.h's child rules). */
-static bool prepare_seccomp(native_run_ctx *ctx) {
-    al_error e;
-    memset(&e, 0, sizeof e);
-    if (seccomp_prepare(&ctx->plan.seccomp, ctx->plan.seccomp_notify, &e)) return true;
-    sandbox_set_status(ctx->result, AL_STATUS_ERROR, e.kind ? e.kind : AL_ERR_SYSTEM,
-                       "native: %s", e.message);
-    return false;
 }
 
 /* ---- 2. channels ---------------------------------------------------------------------- */
@@ -304,21 +303,39 @@ fail:
 
 /* ---- 3. the cgroup ------------------------------------------------------------------- */
 
-static bool make_cgroup(native_run_ctx *ctx) {
-    char name[96];
-    sandbox_new_id(name, sizeof name);
+/* Getting init into the cgroup must not cost a parent's write of its pid to
+ * cgroup.procs, which takes the kernel's global threadgroup lock and waits
+ * for an RCU grace period (5-20 ms: native.h, cgroup_open_self_join). v2:
+ * clone3 makes init there (CLONE_INTO_CGROUP), so the cgroup is made before
+ * clone. v1: init moves its own single thread in, so the cgroup is made
+ * after clone, while init builds the new root (make_cgroup_late). When the
+ * cheap way is refused the parent moves init the slow way: slower, never
+ * weaker. */
+static bool make_cgroup(native_run_ctx *ctx, int version) {
     al_error e;
     memset(&e, 0, sizeof e);
-    if (!cgroup_create(&ctx->cg, name, ctx->policy->max_memory_bytes, ctx->plan.max_processes, &e)) {
+    if (!cgroup_create_version(ctx->cg_have_snap ? &ctx->cg_snap : NULL, version, &ctx->cg,
+                               ctx->cg_name, ctx->policy->max_memory_bytes,
+                               ctx->plan.max_processes, &e)) {
         sandbox_set_status(ctx->result, AL_STATUS_ERROR, e.kind ? e.kind : AL_ERR_SYSTEM,
                            "native: cgroup: %s", e.message);
         return false;
     }
-    ctx->cg_made = true;
+    ctx->cg_made = ctx->cg.version != 0;
     /* Without a controller the rlimit fallbacks apply (rlimit.c): RLIMIT_AS
      * per process instead of the tree's memory, RLIMIT_NPROC for pids. */
     ctx->plan.cgroup_memory = ctx->cg.version != 0 && ctx->cg.has_memory;
     ctx->plan.cgroup_pids = ctx->cg.version != 0 && ctx->cg.has_pids;
+    return true;
+}
+
+static bool make_cgroup_early(native_run_ctx *ctx) {
+    sandbox_new_id(ctx->cg_name, sizeof ctx->cg_name);
+    if (cgroup_v1_has_limits()) return true; /* no v2 cgroup can limit: all after clone */
+    /* Without a snapshot (out of memory) each lookup reads the files. */
+    ctx->cg_have_snap = cgroup_snapshot_take(&ctx->cg_snap);
+    if (!make_cgroup(ctx, 2)) return false;
+    if (ctx->cg.version == 2) ctx->cg_dir = cgroup_open_dir(&ctx->cg);
     return true;
 }
 
@@ -334,15 +351,28 @@ static void close_child_ends(native_run_ctx *ctx) {
     for (size_t i = 0; i < plan->ngrants; i++) close_fd(&plan->grants[i].host_fd);
 }
 
-/* Fork-like clone into the new namespaces. clone3 first; the legacy clone
- * when clone3 is filtered to ENOSYS (container runtimes do that). */
-static pid_t clone_init(int *pidfd) {
+/* Fork-like clone into the new namespaces. clone3 first, straight into the
+ * v2 cgroup when there is one (*in_cgroup tells whether that happened; when
+ * the kernel refuses CLONE_INTO_CGROUP, the caller moves init itself); the
+ * legacy clone when clone3 is filtered to ENOSYS (container runtimes do
+ * that). */
+static pid_t clone_init(int *pidfd, int cgroup_dir, bool *in_cgroup) {
     struct clone_args ca;
     memset(&ca, 0, sizeof ca);
     ca.flags = NATIVE_NS_FLAGS | CLONE_PIDFD;
     ca.pidfd = (uint64_t)(uintptr_t)pidfd;
     ca.exit_signal = 0;
-    long pid = syscall(SYS_clone3, &ca, sizeof ca);
+    long pid = -1;
+    *in_cgroup = false;
+    if (cgroup_dir >= 0) {
+        struct clone_args into = ca;
+        into.flags |= CLONE_INTO_CGROUP;
+        into.cgroup = (uint64_t)cgroup_dir;
+        pid = syscall(SYS_clone3, &into, sizeof into);
+        if (pid == 0) return 0;
+        *in_cgroup = pid > 0;
+    }
+    if (pid < 0) pid = syscall(SYS_clone3, &ca, sizeof ca);
     if (pid < 0 && errno == ENOSYS)
         pid = syscall(SYS_clone, (unsigned long)(NATIVE_NS_FLAGS | CLONE_PIDFD), NULL, pidfd, NULL, 0);
     return (pid_t)pid;
@@ -397,7 +427,7 @@ static bool start_init(native_run_ctx *ctx) {
     ctx->t0 = sandbox_now_ns();
     if (ctx->policy->timeout_ms) ctx->deadline = ctx->t0 + ctx->policy->timeout_ms * 1000000u;
     int pidfd = -1;
-    pid_t pid = clone_init(&pidfd);
+    pid_t pid = clone_init(&pidfd, ctx->cg_dir, &ctx->cg_joined_at_clone);
     if (pid == 0) _exit(native_init_main(&ctx->plan));
     if (pid < 0) {
         int e = errno;
@@ -415,10 +445,15 @@ static bool start_init(native_run_ctx *ctx) {
     ctx->pid = pid;
     ctx->pidfd = pidfd;
     close_child_ends(ctx);
+    close_fd(&ctx->cg_dir);
     al_error e;
     memset(&e, 0, sizeof e);
     if (!write_id_maps(ctx)) goto fail;
-    if (ctx->cg.version != 0 && !cgroup_add_process(&ctx->cg, pid, &e)) {
+    /* v2 without CLONE_INTO_CGROUP (refused, or no clone3): init is not
+     * running anything of the sandbox before the sync byte, so joining here
+     * is as early as at clone. (v1 comes later: make_cgroup_late.) */
+    if (ctx->cg.version == 2 && !ctx->cg_joined_at_clone &&
+        !cgroup_add_process(&ctx->cg, pid, &e)) {
         sandbox_set_status(ctx->result, AL_STATUS_ERROR, e.kind ? e.kind : AL_ERR_SYSTEM,
                            "native: cgroup: %s", e.message);
         goto fail;
@@ -431,6 +466,88 @@ fail:
      * ctx_release reaps it. */
     kill_init(ctx);
     return false;
+}
+
+/* Send native_cgroup_msg with fds (n of them). */
+static bool send_cgroup_msg(int sock, const native_cgroup_msg *msg, const int *fds, size_t n) {
+    union {
+        struct cmsghdr align;
+        char buf[CMSG_SPACE(NATIVE_CGROUP_JOIN_MAX * sizeof(int))];
+    } cbuf;
+    memset(&cbuf, 0, sizeof cbuf);
+    struct iovec iov = {.iov_base = (void *)msg, .iov_len = sizeof *msg};
+    struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+    if (n > 0) {
+        mh.msg_control = cbuf.buf;
+        mh.msg_controllen = CMSG_SPACE(n * sizeof(int));
+        struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(n * sizeof(int));
+        memcpy(CMSG_DATA(c), fds, n * sizeof(int));
+    }
+    ssize_t w;
+    do {
+        w = sendmsg(sock, &mh, MSG_NOSIGNAL);
+    } while (w < 0 && errno == EINTR);
+    return w == (ssize_t)sizeof *msg;
+}
+
+/* After the sync byte: the v1 cgroup (when there is no v2 one), then the
+ * message init waits for before it forks the program. Any failure kills
+ * init: it must not go on without knowing where it belongs. */
+static bool make_cgroup_late(native_run_ctx *ctx) {
+    int fds[NATIVE_CGROUP_JOIN_MAX];
+    for (size_t i = 0; i < NATIVE_CGROUP_JOIN_MAX; i++) fds[i] = -1;
+    native_cgroup_msg msg = {.magic = NATIVE_CGROUP_MSG_MAGIC};
+    if (ctx->cg.version == 0 && !ctx->cg_have_snap)
+        ctx->cg_have_snap = cgroup_snapshot_take(&ctx->cg_snap);
+    bool ok = ctx->cg.version != 0 || make_cgroup(ctx, 1);
+    if (ok && ctx->cg.version == 1 && !cgroup_open_self_join(&ctx->cg, fds)) {
+        al_error e;
+        memset(&e, 0, sizeof e);
+        ok = cgroup_add_process(&ctx->cg, ctx->pid, &e);
+        if (!ok)
+            sandbox_set_status(ctx->result, AL_STATUS_ERROR, e.kind ? e.kind : AL_ERR_SYSTEM,
+                               "native: cgroup: %s", e.message);
+    }
+    if (ctx->cg_have_snap) cgroup_snapshot_free(&ctx->cg_snap);
+    ctx->cg_have_snap = false;
+    size_t n = 0;
+    while (n < NATIVE_CGROUP_JOIN_MAX && fds[n] >= 0) n++;
+    msg.cgroup_memory = ctx->plan.cgroup_memory;
+    msg.cgroup_pids = ctx->plan.cgroup_pids;
+    msg.ntasks_fds = (uint8_t)n;
+    /* A failed send means init is gone (the loop sees it exit) or cannot
+     * be told: either way it must end. */
+    if (ok && !send_cgroup_msg(ctx->sync_w, &msg, fds, n)) kill_init(ctx);
+    for (size_t i = 0; i < n; i++) close(fds[i]);
+    if (!ok) kill_init(ctx);
+    return ok;
+}
+
+/* The seccomp filter is compiled here, not in the child: libseccomp
+ * allocates, and the child is a clone of this possibly multi-threaded
+ * process, where an allocator lock held by another thread at clone time
+ * would never be released (native.h's child rules). It is compiled after
+ * the sync byte, while init builds the new root (which takes longer), into
+ * this process's plan (init's copy was made at clone, with an empty filter)
+ * and sent after that byte; the program's process reads it just before it
+ * loads it. Without it that process cannot go on (seccomp_install refuses
+ * an empty filter), so on any failure here init is killed. */
+static bool send_seccomp(native_run_ctx *ctx) {
+    al_error e;
+    memset(&e, 0, sizeof e);
+    if (!seccomp_prepare(&ctx->plan.seccomp, ctx->plan.seccomp_notify, &e)) {
+        sandbox_set_status(ctx->result, AL_STATUS_ERROR, e.kind ? e.kind : AL_ERR_SYSTEM,
+                           "native: %s", e.message);
+        kill_init(ctx);
+        return false;
+    }
+    /* A failed send means init is already gone (the loop sees it exit) or
+     * cannot get the filter: either way it must end. */
+    if (!seccomp_send(ctx->sync_w, &ctx->plan.seccomp)) kill_init(ctx);
+    return true;
 }
 
 /* ---- 5. the event loop ------------------------------------------------------------------ */
@@ -558,14 +675,32 @@ static void answer_notifications(native_run_ctx *ctx, short revents) {
     if (revents & (POLLIN | POLLHUP | POLLERR | POLLNVAL)) close_fd(&ctx->notify_fd);
 }
 
+/* The cgroup's figures, once they are final: when init reports the
+ * program's end it has killed and reaped every other process of the
+ * sandbox, so nothing is left to use memory or CPU but init itself, which
+ * is exiting. Read then, they overlap with that exit (tearing down the
+ * namespaces takes a while) instead of following it; otherwise after init
+ * is reaped. */
+static void read_final_stats(native_run_ctx *ctx) {
+    if (ctx->stats_read) return;
+    ctx->stats_read = true;
+    if (ctx->cg.version != 0) cgroup_read_stats(&ctx->cg, &ctx->stats);
+}
+
+/* Once init has reported the program's end, every other process of the
+ * sandbox is dead and reaped and init has closed its copies of the pipes:
+ * what they hold is final, and drain() reads it after init has exited. So
+ * from then on only init's exit is watched — each hang-up would otherwise be
+ * one more wakeup before it. */
 static void event_loop(native_run_ctx *ctx) {
     while (!ctx->init_exited) {
         struct pollfd p[5];
         int n = 0, i_out = -1, i_err = -1, i_ctl = -1, i_notify = -1;
-        if (ctx->out_open) { i_out = n; p[n++] = (struct pollfd){.fd = ctx->out_r, .events = POLLIN}; }
-        if (ctx->err_open) { i_err = n; p[n++] = (struct pollfd){.fd = ctx->err_r, .events = POLLIN}; }
-        if (ctx->ctl_open) { i_ctl = n; p[n++] = (struct pollfd){.fd = ctx->ctl, .events = POLLIN}; }
-        if (ctx->notify_fd >= 0) {
+        bool watch = !ctx->got_exit;
+        if (watch && ctx->out_open) { i_out = n; p[n++] = (struct pollfd){.fd = ctx->out_r, .events = POLLIN}; }
+        if (watch && ctx->err_open) { i_err = n; p[n++] = (struct pollfd){.fd = ctx->err_r, .events = POLLIN}; }
+        if (watch && ctx->ctl_open) { i_ctl = n; p[n++] = (struct pollfd){.fd = ctx->ctl, .events = POLLIN}; }
+        if (watch && ctx->notify_fd >= 0) {
             i_notify = n;
             p[n++] = (struct pollfd){.fd = ctx->notify_fd, .events = POLLIN};
         }
@@ -583,6 +718,7 @@ static void event_loop(native_run_ctx *ctx) {
             if (i_ctl >= 0 && p[i_ctl].revents) read_control(ctx);
             if (p[i_pid].revents) ctx->init_exited = true;
         }
+        if (ctx->got_exit) read_final_stats(ctx);
         check_limits(ctx);
         if (ctx->killed && sandbox_now_ns() >= ctx->killed_at + KILL_GRACE_NS) break;
     }
@@ -740,9 +876,12 @@ static native_run_ctx *ctx_new(const al_policy *policy, al_result *result) {
     ctx->policy = policy;
     ctx->result = result;
     ctx->out_r = ctx->err_r = ctx->ctl = ctx->sync_w = ctx->notify_fd = ctx->pidfd = -1;
+    ctx->cg_dir = -1;
     native_plan *plan = &ctx->plan;
     plan->stdin_fd = plan->stdout_fd = plan->stderr_fd = plan->control_fd = plan->sync_fd = -1;
-    for (size_t i = 0; i < NATIVE_MAX_GRANTS; i++) plan->grants[i].host_fd = -1;
+    /* grants[] is left as calloc made it: it spans 64 pages, and touching
+     * them all costs a page fault each on every run; only the first
+     * plan->ngrants entries are ever used, and open_grant sets each. */
     capture_init(&ctx->out, policy->stdout_cap);
     capture_init(&ctx->err, policy->stderr_cap);
     return ctx;
@@ -754,7 +893,9 @@ static void ctx_release(native_run_ctx *ctx) {
         reap_init(ctx);
     }
     if (ctx->cg_made) cgroup_destroy(&ctx->cg);
+    if (ctx->cg_have_snap) cgroup_snapshot_free(&ctx->cg_snap);
     close_child_ends(ctx);
+    close_fd(&ctx->cg_dir);
     close_fd(&ctx->out_r);
     close_fd(&ctx->err_r);
     close_fd(&ctx->ctl);
@@ -778,12 +919,13 @@ bool native_run(const al_policy *policy, al_result *result) {
     }
     if (build_argv_envp(ctx) && build_grants(ctx)) {
         build_identity_and_limits(ctx);
-        if (prepare_seccomp(ctx) && open_channels(ctx) && make_cgroup(ctx) && start_init(ctx)) {
+        if (open_channels(ctx) && make_cgroup_early(ctx) && start_init(ctx) &&
+            make_cgroup_late(ctx) && send_seccomp(ctx)) {
             event_loop(ctx);
             reap_init(ctx);
             ctx->t_end = sandbox_now_ns();
             drain(ctx);
-            if (ctx->cg.version != 0) cgroup_read_stats(&ctx->cg, &ctx->stats);
+            read_final_stats(ctx);
             classify(ctx);
         }
     }

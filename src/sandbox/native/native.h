@@ -5,14 +5,18 @@
  * verbs "prepare in the parent" and/or "apply in the child".
  *
  *   native.c   native_run: the parent side. Builds a native_plan from the
- *              policy, makes the cgroup, clones the sandbox init with
+ *              policy, clones the sandbox init with
  *              CLONE_NEWUSER|NEWPID|NEWNS|NEWNET|NEWIPC|NEWUTS, writes its
- *              uid/gid maps, then runs the event loop (stdout/stderr pipes,
- *              seccomp notifications, control messages, the wall and CPU
- *              deadlines) and fills the al_result.
- *   init.c     the sandbox's pid 1: mounts the new root (mount.c), forks the
- *              program, reaps every process, and when the program ends kills
- *              whatever is left and reports the wait status to the parent.
+ *              uid/gid maps, makes the cgroup and compiles the seccomp filter
+ *              while init builds the new root (v2 cgroups: before clone),
+ *              hands both over (the sync protocol below), then runs the
+ *              event loop (stdout/stderr pipes, seccomp notifications,
+ *              control messages, the wall and CPU deadlines) and fills the
+ *              al_result.
+ *   init.c     the sandbox's pid 1: mounts the new root (mount.c), joins the
+ *              cgroup, forks the program, reaps every process, and when the
+ *              program ends kills whatever is left and reports the wait
+ *              status to the parent.
  *   mount.c    the new root: tmpfs, read-only binds of /usr /bin /lib* /sbin,
  *              a minimal /etc, fresh /proc (hidepid), minimal /dev, the /tmp
  *              tmpfs, the granted directories; pivot_root.
@@ -33,7 +37,8 @@
  * locks — the parent may be multi-threaded, and clone copies another
  * thread's held allocator lock into the child, where nobody will ever
  * release it. Everything they need is in the native_plan, prepared by the
- * parent (the seccomp filter included, as raw BPF). Failures are reported as a
+ * parent, or comes from the parent ready to use (the seccomp filter, as raw
+ * BPF over the sync socket). Failures are reported as a
  * native_child_error (errno + a static string naming the step) written to the
  * control socket, never printed.
  */
@@ -51,6 +56,7 @@
 #define NATIVE_MAX_GRANTS 64
 #define NATIVE_MAX_ARGS 4096
 #define NATIVE_MAX_ENV 1024
+#define NATIVE_CGROUP_JOIN_MAX 3 /* v1 hierarchies a sandbox uses: memory, pids, cpuacct */
 
 typedef struct native_grant {
     int host_fd;              /* O_PATH|O_DIRECTORY fd opened by the parent as the
@@ -72,7 +78,8 @@ typedef struct native_seccomp_filter {
     bool use_notify;          /* denials are SECCOMP_RET_USER_NOTIF: ask for a listener */
 } native_seccomp_filter;
 
-/* Everything the child needs, built by the parent before clone. */
+/* Everything the child needs, built by the parent before clone (but the
+ * seccomp filter, which follows over sync_fd). */
 typedef struct native_plan {
     /* execution */
     char *const *argv;        /* NULL-terminated, owned by native.c */
@@ -101,12 +108,35 @@ typedef struct native_plan {
     int stdin_fd;             /* a memfd holding the policy's stdin */
     int stdout_fd, stderr_fd; /* write ends of the output pipes */
     int control_fd;           /* the child's end of the SOCK_SEQPACKET control pair */
-    int sync_fd;              /* read end: one byte once the uid/gid maps and the
-                                 cgroup are in place, EOF if the parent gave up */
+    int sync_fd;              /* the parent's messages, in order (see "the sync
+                                 protocol" below); EOF if the parent gave up */
     bool seccomp_notify;      /* use user notification (else plain EPERM, uncounted) */
-    native_seccomp_filter seccomp; /* built from seccomp_notify by seccomp_prepare */
+    native_seccomp_filter seccomp; /* the program's process receives the filter
+                                 (compiled by the parent from seccomp_notify)
+                                 here from sync_fd; len 0 until then */
     int landlock_abi;         /* 0: skip Landlock */
 } native_plan;
+
+/* ---- the sync protocol: parent -> child over plan.sync_fd ------------------
+ * A SOCK_STREAM socket, so the parent's sends never block on a slow reader
+ * and init sees EOF (and the hang-up) when the parent dies. In order:
+ *  1. one byte: the uid/gid maps are written (init may become the guest);
+ *  2. a native_cgroup_msg, with the fds it announces (SCM_RIGHTS): which
+ *     limits the cgroup enforces (the rest fall back to rlimits) and, on
+ *     cgroup v1, the "tasks" files through which init moves itself into the
+ *     cgroup (cgroup_open_self_join) before it forks the program. It comes
+ *     after the byte because on v1 the parent makes the cgroup while init
+ *     builds the new root;
+ *  3. the seccomp filter (seccomp_send), read by the program's process just
+ *     before it loads it: the parent compiles it meanwhile. */
+#define NATIVE_CGROUP_MSG_MAGIC 0x4347524fu /* "CGRO" */
+typedef struct native_cgroup_msg {
+    uint32_t magic;
+    uint8_t cgroup_memory;    /* native_plan.cgroup_memory */
+    uint8_t cgroup_pids;      /* native_plan.cgroup_pids */
+    uint8_t ntasks_fds;       /* fds riding along: <= NATIVE_CGROUP_JOIN_MAX */
+    uint8_t pad;
+} native_cgroup_msg;
 
 /* ---- the control protocol: child -> parent over plan.control_fd ------------- */
 typedef enum native_msg_kind {
@@ -158,12 +188,20 @@ bool caps_drop_all(const char **step);
 bool rlimit_apply(const native_plan *plan, const char **step);
 
 /* ---- seccomp.c -------------------------------------------------------------- */
-/* In the parent, before clone: build the deny-list filter with libseccomp
- * (deny -> user notification when use_notify, else EPERM; other ABIs
- * killed) and store it in *f as raw BPF. libseccomp allocates, so this must
- * never run in the child. False + err on failure (f->len is then 0).
- * Thread-safe. */
+/* In the parent (native.c: after clone, while init builds the new root):
+ * build the deny-list filter with libseccomp (deny -> user notification
+ * when use_notify, else EPERM; other ABIs killed) and store it in *f as raw
+ * BPF. libseccomp allocates, so this must never run in the child. False +
+ * err on failure (f->len is then 0). Thread-safe. */
 bool seccomp_prepare(native_seccomp_filter *f, bool use_notify, al_error *err);
+/* The compiled filter travels from the parent to the program's process
+ * over the sync socket (native_plan.sync_fd), so that the parent need not
+ * compile it before clone. seccomp_send (parent; MSG_NOSIGNAL) writes it;
+ * seccomp_receive (the program's process: system calls on the plan's memory
+ * only) reads it whole into *f, or leaves f->len 0 (which seccomp_install
+ * refuses) and sets *step. */
+bool seccomp_send(int fd, const native_seccomp_filter *f);
+bool seccomp_receive(int fd, native_seccomp_filter *f, const char **step);
 /* In the program, last step before execve (after caps_drop_all has set
  * no_new_privs): load *f with the seccomp system call. *notify_fd gets the
  * listener (-1 without notify). No allocation, no locks, no libseccomp:
@@ -200,7 +238,44 @@ typedef struct native_cgroup_stats {
  * caller falls back to rlimits). False only on an unexpected error. */
 bool cgroup_create(native_cgroup *cg, const char *name, uint64_t memory_bytes,
                    uint32_t max_processes, al_error *err);
+/* /proc/self/mountinfo and /proc/self/cgroup, read once: the kernel
+ * generates mountinfo anew on every read (tens of microseconds each), and
+ * making one sandbox's cgroup looks up four hierarchies. Owned text; a NULL
+ * snapshot in the functions below means "read the files now". */
+typedef struct cgroup_snapshot {
+    char *mountinfo;
+    char *self_cgroup;
+} cgroup_snapshot;
+bool cgroup_snapshot_take(cgroup_snapshot *snap);
+void cgroup_snapshot_free(cgroup_snapshot *snap);
+/* cgroup_create with one version only (2 or 1), for a caller that makes
+ * them at different times (native.c: v2 before clone, v1 after). True with
+ * cg->version = version when made, true with version 0 when that version is
+ * not usable here; false (err set) when the name is bad or a directory of
+ * that name exists already (someone else's: never adopted). */
+bool cgroup_create_version(const cgroup_snapshot *snap, int version, native_cgroup *cg,
+                           const char *name, uint64_t memory_bytes, uint32_t max_processes,
+                           al_error *err);
+/* Whether /proc/self/cgroup shows memory or pids bound to a v1 hierarchy:
+ * then v2 cannot have it (a controller lives in one hierarchy only), so
+ * cgroup_create_version(.., 2, ..) would find nothing usable. One small
+ * file, cheaper than finding that out by trying. */
+bool cgroup_v1_has_limits(void);
 bool cgroup_add_process(const native_cgroup *cg, pid_t pid, al_error *err);
+/* The cheap way in, for a process that is about to start: moving another
+ * process (cgroup_add_process, a pid written to cgroup.procs) takes the
+ * kernel's global threadgroup lock for writing, which waits for an RCU grace
+ * period (5-20 ms on an idle host); a process moving its own single thread
+ * does not take it, and neither does a clone3 made straight into a cgroup.
+ * v1: open <dir>/tasks of each distinct hierarchy directory of cg for
+ * writing into fds (the rest -1); the process then writes "0" (itself) to
+ * each. The kernel checks the permission with the opener's credentials, so
+ * the fds may be handed to a child. v2 and version 0: nothing to open.
+ * False with errno (and every fd closed) on failure. */
+bool cgroup_open_self_join(const native_cgroup *cg, int fds[NATIVE_CGROUP_JOIN_MAX]);
+/* v2: an O_DIRECTORY fd of the cgroup for clone3's CLONE_INTO_CGROUP; -1
+ * (errno set) otherwise. */
+int cgroup_open_dir(const native_cgroup *cg);
 void cgroup_read_stats(const native_cgroup *cg, native_cgroup_stats *stats);
 /* Kill whatever is left in it, then remove it. Safe on version 0. */
 void cgroup_destroy(native_cgroup *cg);
@@ -210,11 +285,26 @@ void cgroup_probe(bool *v1_writable, char *v1_controllers, size_t v1_len,
 /* For al_gc: remove airlock cgroups whose owner pid is dead. Returns count. */
 unsigned cgroup_collect_orphans(void);
 
-/* internal to cgroup*.c */
-bool cgroup_v1_create(native_cgroup *cg, const char *name, uint64_t memory_bytes,
-                      uint32_t max_processes);
-bool cgroup_v2_create(native_cgroup *cg, const char *name, uint64_t memory_bytes,
-                      uint32_t max_processes);
+/* internal to cgroup*.c (the file helpers are in cgroup.c; paths are
+ * PATH_MAX buffers) */
+#define CGROUP_DIR_PREFIX "airlock."
+bool cgroup_find(const cgroup_snapshot *snap, const char *controller, char *root, char *current);
+bool cgroup_join(char *out, const char *dir, const char *name);
+bool cgroup_write(const char *dir, const char *file, const char *text);
+bool cgroup_write_u64(const char *dir, const char *file, uint64_t value);
+bool cgroup_read(const char *dir, const char *file, char *buf, size_t len);
+bool cgroup_read_u64(const char *dir, const char *file, uint64_t *value);
+bool cgroup_read_key(const char *dir, const char *file, const char *key, uint64_t *value);
+bool cgroup_has_word(const char *list, const char *word);
+bool cgroup_remove(const char *dir);
+size_t cgroup_v1_parents(const cgroup_snapshot *snap, char (*out)[PATH_MAX], size_t max);
+size_t cgroup_v2_parents(const cgroup_snapshot *snap, char (*out)[PATH_MAX], size_t max);
+void cgroup_v1_probe(const char *name, bool *writable, char *controllers, size_t len);
+void cgroup_v2_probe(const char *name, bool *writable, char *controllers, size_t len);
+bool cgroup_v1_create(const cgroup_snapshot *snap, native_cgroup *cg, const char *name,
+                      uint64_t memory_bytes, uint32_t max_processes);
+bool cgroup_v2_create(const cgroup_snapshot *snap, native_cgroup *cg, const char *name,
+                      uint64_t memory_bytes, uint32_t max_processes);
 void cgroup_v1_read_stats(const native_cgroup *cg, native_cgroup_stats *stats);
 void cgroup_v2_read_stats(const native_cgroup *cg, native_cgroup_stats *stats);
 void cgroup_v1_destroy(native_cgroup *cg);

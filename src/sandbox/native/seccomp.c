@@ -2,10 +2,13 @@
  * seccomp.c — the native backend's seccomp-bpf filter (libseccomp) and the
  * parent's side of user notification.
  *
- * Two halves. seccomp_prepare runs in the parent before clone: libseccomp
+ * Two halves. seccomp_prepare runs in the parent (native.c runs it after
+ * clone, while the sandbox's init builds the new root): libseccomp
  * builds the filter and compiles it to BPF, which is exported (through a
  * memfd: libseccomp 2.5 has no in-memory export) into the plan's
- * native_seccomp_filter. seccomp_install runs in the program's process just
+ * native_seccomp_filter; seccomp_send passes that to the program's process
+ * over the sync socket, where seccomp_receive reads it into the process's
+ * own copy of the plan. seccomp_install runs in the program's process just
  * before execve and hands that BPF to the kernel with one seccomp(2) call.
  * The split is what keeps the child from allocating: libseccomp mallocs
  * throughout, and the child is a clone of a possibly multi-threaded
@@ -38,9 +41,10 @@
  *  - a syscall name this libseccomp does not know is skipped (it may be newer
  *    than the library), except for the few recent ones listed with their
  *    number, which is the same on every architecture since 424.
- *  - seccomp_install does nothing but system calls on the plan's memory: no
- *    malloc, no locks, no libseccomp. It refuses a filter that was never
- *    prepared (len 0) rather than run the program unfiltered.
+ *  - seccomp_install (and seccomp_receive before it) does nothing but
+ *    system calls on the plan's memory: no malloc, no locks, no libseccomp.
+ *    It refuses a filter that was never prepared or not received whole
+ *    (len 0) rather than run the program unfiltered.
  *  - libseccomp caches what the kernel supports in process-wide variables
  *    it fills lazily and without locks. seccomp_prepare serialises its use
  *    of libseccomp (libseccomp_lock) and fills the cache first; native.c
@@ -402,6 +406,71 @@ bool seccomp_prepare(native_seccomp_filter *f, bool use_notify, al_error *err) {
     if (!ok)
         f->len = 0;
     return ok;
+}
+
+/* ---- handing it over ---------------------------------------------------------- */
+
+/* The filter on the wire (parent -> program process, over native_plan's
+ * sync socket): this header, then len instructions. The parent is trusted;
+ * the checks only make sure a broken transfer is refused, never loaded. */
+typedef struct seccomp_wire {
+    uint32_t magic;
+    uint16_t len;
+    uint8_t use_notify;
+    uint8_t pad;
+} seccomp_wire;
+#define SECCOMP_WIRE_MAGIC 0x53434d50u /* "SCMP" */
+
+static bool send_all(int fd, const void *bytes, size_t n) {
+    const unsigned char *p = bytes;
+    while (n > 0) {
+        ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return false;
+        p += w;
+        n -= (size_t)w;
+    }
+    return true;
+}
+
+bool seccomp_send(int fd, const native_seccomp_filter *f) {
+    if (f->len == 0 || f->len > BPF_MAXINSNS) {
+        errno = EINVAL;
+        return false;
+    }
+    seccomp_wire w = {.magic = SECCOMP_WIRE_MAGIC, .len = f->len, .use_notify = f->use_notify};
+    return send_all(fd, &w, sizeof w) && send_all(fd, f->code, f->len * sizeof f->code[0]);
+}
+
+/* Exactly n bytes, or false (EOF: the parent gave up, or an error). */
+static bool recv_all(int fd, void *bytes, size_t n) {
+    unsigned char *p = bytes;
+    while (n > 0) {
+        ssize_t r = read(fd, p, n);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) {
+            if (r == 0) errno = EPIPE;
+            return false;
+        }
+        p += r;
+        n -= (size_t)r;
+    }
+    return true;
+}
+
+bool seccomp_receive(int fd, native_seccomp_filter *f, const char **step) {
+    seccomp_wire w;
+    f->len = 0;
+    *step = "receive the seccomp filter";
+    if (!recv_all(fd, &w, sizeof w)) return false;
+    if (w.magic != SECCOMP_WIRE_MAGIC || w.len == 0 || w.len > BPF_MAXINSNS) {
+        errno = EPROTO;
+        return false;
+    }
+    if (!recv_all(fd, f->code, w.len * sizeof f->code[0])) return false;
+    f->use_notify = w.use_notify != 0;
+    f->len = w.len;
+    return true;
 }
 
 /* ---- the child: loading it ------------------------------------------------------ */
