@@ -111,15 +111,38 @@ static void reset_signals(void) {
     sigprocmask(SIG_SETMASK, &none, NULL);
 }
 
-/* The client, in its own process: wait until the parent put us in the
- * cgroup, then exec. Async-signal-safe calls only. */
+/* How the client enters the sandbox's cgroup. Moving another process (a
+ * pid written to cgroup.procs) takes the kernel's global threadgroup lock,
+ * an RCU grace period of 5-20 ms per run; a single-threaded process moving
+ * itself through a v1 "tasks" fd opened by the parent does not (see
+ * cgroup_open_self_join in native.h). */
+typedef struct client_join {
+    int fds[NATIVE_CGROUP_JOIN_MAX];
+    bool self; /* the client writes "0" to fds; else the parent moves it */
+} client_join;
+
+static void join_open(client_join *j, const native_cgroup *cg) {
+    for (int i = 0; i < NATIVE_CGROUP_JOIN_MAX; i++) j->fds[i] = -1;
+    j->self = cg && cg->version == 1 && cgroup_open_self_join(cg, j->fds);
+}
+
+static void join_close(client_join *j) {
+    for (int i = 0; i < NATIVE_CGROUP_JOIN_MAX; i++)
+        if (j->fds[i] >= 0) close(j->fds[i]);
+}
+
+/* The client, in its own process: wait until the parent lets us go (and, on
+ * cgroup v1, move ourselves into the cgroup), then exec. Async-signal-safe
+ * calls only. */
 static _Noreturn void client_main(const char *const *argv, int in_fd, int out_fd, int err_fd,
-                                  int sync_fd) {
+                                  int sync_fd, const client_join *join) {
     char go = 0;
     ssize_t n;
     do n = read(sync_fd, &go, 1);
     while (n < 0 && errno == EINTR);
     if (n != 1) _exit(126); /* the parent gave up: never run outside the cgroup */
+    for (int i = 0; join->self && i < NATIVE_CGROUP_JOIN_MAX; i++)
+        if (join->fds[i] >= 0 && write(join->fds[i], "0", 1) != 1) _exit(126);
     /* Move the three out of 0..2 first: an embedder that closed its own
      * stdio may have handed us fds 0-2, which a dup2 would clobber. */
     int in = fcntl(in_fd, F_DUPFD, 3), out = fcntl(out_fd, F_DUPFD, 3),
@@ -136,7 +159,7 @@ static _Noreturn void client_main(const char *const *argv, int in_fd, int out_fd
 /* The reaper (see the top of the file). report_fd gets the client's pid,
  * then its wait status, as int32 each. */
 static _Noreturn void reaper_main(const char *const *argv, int in_fd, int out_fd, int err_fd,
-                                  int sync_fd, int report_fd) {
+                                  int sync_fd, int report_fd, const client_join *join) {
     reset_signals();
     prctl(PR_SET_NAME, "airlock-reaper", 0, 0, 0);
     int32_t msg = -1;
@@ -147,7 +170,7 @@ static _Noreturn void reaper_main(const char *const *argv, int in_fd, int out_fd
     /* Fork-like raw clone: the embedder's atfork handlers must not run in
      * this copy of it. */
     pid_t client = (pid_t)syscall(SYS_clone, (unsigned long)SIGCHLD, 0, 0, 0, 0);
-    if (client == 0) client_main(argv, in_fd, out_fd, err_fd, sync_fd);
+    if (client == 0) client_main(argv, in_fd, out_fd, err_fd, sync_fd, join);
     msg = client > 0 ? client : -1;
     write_full(report_fd, &msg, sizeof msg);
     if (client < 0) _exit(126);
@@ -193,12 +216,12 @@ void gvisor_client_init(gvisor_client *c) {
 
 /* Release the client's start: put it in the cgroup, then let it exec.
  * False (the client exits without running runsc) when it cannot be placed. */
-static bool release_client(gvisor_client *c, const native_cgroup *cg, int *sync_w,
-                           al_error *err) {
+static bool release_client(gvisor_client *c, const native_cgroup *cg, const client_join *join,
+                           int *sync_w, al_error *err) {
     c->pidfd = pidfd_open_(c->pid);
     if (c->pidfd < 0) {
         sandbox_error_errno(err, "gvisor: pidfd_open");
-    } else if (!cg || cg->version == 0 || cgroup_add_process(cg, c->pid, err)) {
+    } else if (join->self || !cg || cg->version == 0 || cgroup_add_process(cg, c->pid, err)) {
         bool ok = write_full(*sync_w, "g", 1);
         close_fd(sync_w);
         if (ok) return true;
@@ -217,12 +240,15 @@ static bool spawn_reaped(const char *const *argv, int in_fd, int out_fd, int err
         close(sync[1]);
         return sandbox_error_errno(err, "gvisor: pipe");
     }
+    client_join join;
+    join_open(&join, cg);
     pid_t reaper = clone_reaper(&c->reaper_pidfd);
     if (reaper == 0) {
         close(sync[1]); /* so the client sees EOF if we give up */
         close(report[0]);
-        reaper_main(argv, in_fd, out_fd, err_fd, sync[0], report[1]);
+        reaper_main(argv, in_fd, out_fd, err_fd, sync[0], report[1], &join);
     }
+    join_close(&join); /* the copies in the reaper and the client remain */
     close(sync[0]);
     close(report[1]);
     if (reaper < 0) {
@@ -242,7 +268,7 @@ static bool spawn_reaped(const char *const *argv, int in_fd, int out_fd, int err
         return false;
     }
     c->pid = pid;
-    if (release_client(c, cg, &sync[1], err)) return true;
+    if (release_client(c, cg, &join, &sync[1], err)) return true;
     gvisor_client_finish(c, GVISOR_REAP_TIMEOUT_MS);
     return false;
 }
@@ -251,19 +277,23 @@ static bool spawn_direct(const char *const *argv, int in_fd, int out_fd, int err
                          const native_cgroup *cg, gvisor_client *c, al_error *err) {
     int sync[2];
     if (pipe2(sync, O_CLOEXEC) < 0) return sandbox_error_errno(err, "gvisor: pipe");
+    client_join join;
+    join_open(&join, cg);
     pid_t pid = fork();
     if (pid < 0) {
+        join_close(&join);
         close(sync[0]);
         close(sync[1]);
         return sandbox_error_errno(err, "gvisor: fork");
     }
     if (pid == 0) {
         close(sync[1]);
-        client_main(argv, in_fd, out_fd, err_fd, sync[0]);
+        client_main(argv, in_fd, out_fd, err_fd, sync[0], &join);
     }
+    join_close(&join);
     close(sync[0]);
     c->pid = pid;
-    if (release_client(c, cg, &sync[1], err)) return true;
+    if (release_client(c, cg, &join, &sync[1], err)) return true;
     gvisor_client_finish(c, GVISOR_REAP_TIMEOUT_MS);
     return false;
 }
