@@ -97,6 +97,27 @@ r = json.load(open(sys.argv[1]))["results"][0]
 print("%.1f±%.1f" % (r["mean"] * 1e3, r["stddev"] * 1e3))' "$TMP/$name.json"
 }
 
+# time_sh NAME 'SHELL COMMAND': like time_cmd, through hyperfine's shell (it
+# subtracts the shell's own start-up), for a command that needs a redirection
+time_sh() {
+    local name=$1 cmd=$2 out
+    if ! out=$(sh -c "$cmd" </dev/null 2>&1 >/dev/null); then
+        failures=$((failures + 1))
+        echo "failed: $(printf '%s' "$out" | head -c 160 | tr '\n|' ' /')"
+        return
+    fi
+    log "== $name"
+    if ! hyperfine --style none --warmup "$WARMUP" --runs "$RUNS" \
+        --export-json "$TMP/$name.json" -- "$cmd" >&2; then
+        failures=$((failures + 1))
+        echo "failed: hyperfine"
+        return
+    fi
+    python3 -c 'import json, sys
+r = json.load(open(sys.argv[1]))["results"][0]
+print("%.1f±%.1f" % (r["mean"] * 1e3, r["stddev"] * 1e3))' "$TMP/$name.json"
+}
+
 mean_of() { printf '%s' "${1%%±*}"; } # "12.3±0.4" -> "12.3"; "failed..." -> itself
 ratio() {
     awk -v a="$(mean_of "$1")" -v b="$(mean_of "$2")" \
@@ -116,6 +137,21 @@ raw_true=$(time_cmd raw-true /bin/true)
 al_py=$(time_cmd al-python "${NATIVE[@]}" /usr/bin/python3 -c pass)
 bw_py=$(time_cmd bwrap-python "${BWRAP[@]}" /usr/bin/python3 -c pass)
 raw_py=$(time_cmd raw-python /usr/bin/python3 -c pass)
+# bwrap with airlock's own seccomp program (the EPERM variant), so both sides
+# filter the same calls; airlock still does more (cgroup, Landlock, rlimits,
+# /etc, the notification listener that counts denials)
+bw_sc_true="—"
+bw_sc_py="—"
+log "== building bench/export-seccomp.c"
+if "${CC:-gcc}" -std=c17 -D_GNU_SOURCE -O2 -Iinclude -Isrc/sandbox -Isrc/sandbox/native \
+    bench/export-seccomp.c build/release/libairlock.a -ljansson -lseccomp -lcap -lpthread -lm \
+    -o "$TMP/export-seccomp" >"$TMP/cc-sc.log" 2>&1 && "$TMP/export-seccomp" >"$TMP/filter.bpf"; then
+    bw_sc="$(printf '%q ' "${BWRAP[@]:0:${#BWRAP[@]}-1}") --seccomp 9 --"
+    bw_sc_true=$(time_sh bwrap-seccomp-true "$bw_sc /bin/true 9<$TMP/filter.bpf")
+    bw_sc_py=$(time_sh bwrap-seccomp-python "$bw_sc /usr/bin/python3 -c pass 9<$TMP/filter.bpf")
+else
+    log "export-seccomp did not build: $(head -c 300 "$TMP/cc-sc.log")"
+fi
 
 # ---- gVisor -----------------------------------------------------------------------
 gv_rows=()
@@ -207,10 +243,10 @@ Measured $(date -u +%Y-%m-%d) on ${cpu:-unknown CPU} ($(nproc) cores), kernel $(
 mean ± standard deviation in ms of $RUNS runs after $WARMUP warm-ups (hyperfine, no shell), whole process
 start to exit. $(bwrap --version 2>/dev/null | head -n 1)${platform:+; runsc $(runsc --version 2>/dev/null | sed -n 's/^runsc version //p'), platform $platform}.
 
-| program | airlock exec (native) | bwrap | airlock / bwrap | no sandbox |
-|---|---:|---:|---:|---:|
-| \`/bin/true\` | $al_true | $bw_true | **$(ratio "$al_true" "$bw_true")** | $raw_true |
-| \`python3 -c pass\` | $al_py | $bw_py | **$(ratio "$al_py" "$bw_py")** | $raw_py |
+| program | airlock exec (native) | bwrap | airlock / bwrap | bwrap + airlock's seccomp | airlock / that | no sandbox |
+|---|---:|---:|---:|---:|---:|---:|
+| \`/bin/true\` | $al_true | $bw_true | **$(ratio "$al_true" "$bw_true")** | $bw_sc_true | **$(ratio "$al_true" "$bw_sc_true")** | $raw_true |
+| \`python3 -c pass\` | $al_py | $bw_py | **$(ratio "$al_py" "$bw_py")** | $bw_sc_py | **$(ratio "$al_py" "$bw_sc_py")** | $raw_py |
 EOF
 if [ "${#gv_rows[@]}" -gt 0 ]; then
     cat <<EOF
