@@ -20,11 +20,6 @@
 
 #include "run.h"
 
-enum {
-    CLI_EXIT_UNAVAILABLE = 69, /* sysexits EX_UNAVAILABLE: backend unsupported here */
-    CLI_EXIT_CPU = 74,
-};
-
 static const char exec_usage[] =
     "usage: airlock exec [OPTIONS] [--] PROGRAM [ARGS...]\n"
     "\n"
@@ -290,27 +285,6 @@ static void build_policy(exec_job *j, int argc, char **argv, int first) {
 
 /* ---- reporting ------------------------------------------------------------------ */
 
-static int exit_code_of(const al_result *r) {
-    switch (r->status) {
-    case AL_STATUS_OK:
-    case AL_STATUS_OUTPUT_TRUNCATED: return CLI_OK;
-    case AL_STATUS_EXIT: {
-        int code = r->exit_code & 0xff;
-        return code ? code : 1;
-    }
-    case AL_STATUS_SIGNALED: return 128 + (r->term_signal & 0x7f);
-    case AL_STATUS_TRAP: return CLI_EXIT_TRAP;
-    case AL_STATUS_FUEL_EXHAUSTED: return CLI_EXIT_FUEL;
-    case AL_STATUS_TIMEOUT: return CLI_EXIT_TIMEOUT;
-    case AL_STATUS_MEMORY_LIMIT: return CLI_EXIT_MEMORY;
-    case AL_STATUS_CPU_LIMIT: return CLI_EXIT_CPU;
-    case AL_STATUS_INVALID_MODULE: return CLI_EXIT_INVALID_MODULE;
-    case AL_STATUS_UNSUPPORTED: return CLI_EXIT_UNAVAILABLE;
-    case AL_STATUS_ERROR: return CLI_FAIL;
-    }
-    return CLI_FAIL;
-}
-
 static void print_status(const exec_job *j) {
     const al_result *r = &j->result;
     const al_policy *p = &j->policy;
@@ -350,7 +324,7 @@ static void print_status(const exec_job *j) {
 
 static int report(const exec_job *j) {
     const al_result *r = &j->result;
-    int code = exit_code_of(r);
+    int code = cli_exit_code(r);
     if (j->opt->run.json) {
         cli_json_write_result(stdout, r, j->report, j->report ? j->opt->run.ndirs : 0);
         if (fflush(stdout) != 0) return CLI_FAIL;

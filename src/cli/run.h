@@ -28,6 +28,8 @@ enum {
     CLI_EXIT_FUEL = 71,
     CLI_EXIT_TIMEOUT = 72,
     CLI_EXIT_MEMORY = 73,
+    CLI_EXIT_UNAVAILABLE = 69,    /* sysexits EX_UNAVAILABLE: backend unsupported here (exec) */
+    CLI_EXIT_CPU = 74,            /* exec: CPU-time limit */
 };
 
 /* Largest --stdin input; the whole of it is held in memory. */
@@ -90,6 +92,9 @@ int cli_python(int argc, char **argv);
 int cli_exec(int argc, char **argv);
 int cli_doctor(int argc, char **argv);
 int cli_gc(int argc, char **argv);
+
+/* run_wasi.c: the exit status of a result (run, python and exec). */
+int cli_exit_code(const al_result *r);
 
 /* run_wasi.c: run opt->path as a WASI command; returns the exit code. */
 int cli_run_wasi(const run_options *opt);

@@ -14,7 +14,7 @@
  *   --json  one JSON object on stdout (json_out.c), nothing on stderr; every
  *           failure after the command line was accepted — an unreadable file,
  *           a missing --dir — is reported that way too.
- * The exit code is the same in both modes (exit_code_of).
+ * The exit code is the same in both modes (cli_exit_code).
  *
  * Ownership: a wasi_run owns the module and stdin buffers, the canonical
  * host paths, the policy's arrays and the result; wasi_run_free releases
@@ -262,10 +262,11 @@ static void build_policy(wasi_run *w) {
 
 /* ---- reporting ----------------------------------------------------------------------- */
 
-/* The exit status for each outcome (see `airlock run --help`). A guest code
- * that does not fit in 8 bits keeps its low byte, and becomes 1 if that byte
- * is 0: a failing guest never looks like a success to the shell. */
-static int exit_code_of(const al_result *r) {
+/* The exit status for each outcome (see `airlock run --help` and `airlock
+ * exec --help`). A guest code that does not fit in 8 bits keeps its low
+ * byte, and becomes 1 if that byte is 0: a failing guest never looks like a
+ * success to the shell. Shared by `run`, `python` and `exec`. */
+int cli_exit_code(const al_result *r) {
     switch (r->status) {
     case AL_STATUS_OK:
     case AL_STATUS_OUTPUT_TRUNCATED: return CLI_OK;
@@ -273,15 +274,15 @@ static int exit_code_of(const al_result *r) {
         int code = r->exit_code & 0xff;
         return code ? code : 1;
     }
+    case AL_STATUS_SIGNALED: return 128 + (r->term_signal & 0x7f);
     case AL_STATUS_TRAP: return CLI_EXIT_TRAP;
     case AL_STATUS_FUEL_EXHAUSTED: return CLI_EXIT_FUEL;
     case AL_STATUS_TIMEOUT: return CLI_EXIT_TIMEOUT;
     case AL_STATUS_MEMORY_LIMIT: return CLI_EXIT_MEMORY;
+    case AL_STATUS_CPU_LIMIT: return CLI_EXIT_CPU;
     case AL_STATUS_INVALID_MODULE: return CLI_EXIT_INVALID_MODULE;
-    case AL_STATUS_ERROR:
-    case AL_STATUS_SIGNALED:    /* the three below come from the */
-    case AL_STATUS_CPU_LIMIT:   /* native and gvisor backends only */
-    case AL_STATUS_UNSUPPORTED: return CLI_FAIL;
+    case AL_STATUS_UNSUPPORTED: return CLI_EXIT_UNAVAILABLE;
+    case AL_STATUS_ERROR: return CLI_FAIL;
     }
     return CLI_FAIL;
 }
@@ -358,7 +359,7 @@ static void print_truncation_warnings(const wasi_run *w) {
 
 static int report(const wasi_run *w) {
     const al_result *r = &w->result;
-    int code = exit_code_of(r);
+    int code = cli_exit_code(r);
     if (w->opt->json) {
         cli_json_write_result(stdout, r, w->report, w->ndirs);
         if (fflush(stdout) != 0 || ferror(stdout)) {
