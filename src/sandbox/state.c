@@ -34,7 +34,9 @@ void sandbox_set_errno(al_result *result, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(what, sizeof what, fmt, ap);
     va_end(ap);
-    sandbox_set_status(result, AL_STATUS_ERROR, AL_ERR_SYSTEM, "%s: %s", what, strerror(saved));
+    errno = saved;
+    sandbox_error_errno(&result->error, "%s", what);
+    result->status = AL_STATUS_ERROR;
 }
 
 bool sandbox_error_errno(al_error *err, const char *fmt, ...) {

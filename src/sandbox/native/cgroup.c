@@ -858,3 +858,12 @@ unsigned cgroup_collect_orphans(void) {
     free(counted);
     return removed;
 }
+
+bool cgroup_add_unique(char (*out)[PATH_MAX], size_t *n, size_t max, const char *dir) {
+    for (size_t i = 0; i < *n; i++)
+        if (strcmp(out[i], dir) == 0) return false;
+    if (*n == max) return false;
+    snprintf(out[*n], PATH_MAX, "%s", dir);
+    (*n)++;
+    return true;
+}

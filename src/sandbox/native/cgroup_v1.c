@@ -29,15 +29,6 @@
 static const char *const used_controllers[] = {"memory", "pids", "cpuacct"};
 #define NUSED (sizeof used_controllers / sizeof used_controllers[0])
 
-static bool add_unique(char (*out)[PATH_MAX], size_t *n, size_t max, const char *dir) {
-    for (size_t i = 0; i < *n; i++)
-        if (strcmp(out[i], dir) == 0) return false;
-    if (*n == max) return false;
-    snprintf(out[*n], PATH_MAX, "%s", dir);
-    (*n)++;
-    return true;
-}
-
 /* Where airlock may make v1 cgroups: its own cgroup and the root, in each
  * hierarchy it uses. */
 size_t cgroup_v1_parents(const cgroup_snapshot *snap, char (*out)[PATH_MAX], size_t max) {
@@ -45,8 +36,8 @@ size_t cgroup_v1_parents(const cgroup_snapshot *snap, char (*out)[PATH_MAX], siz
     for (size_t i = 0; i < NUSED; i++) {
         char root[PATH_MAX], current[PATH_MAX];
         if (!cgroup_find(snap, used_controllers[i], root, current)) continue;
-        add_unique(out, &n, max, current);
-        add_unique(out, &n, max, root);
+        cgroup_add_unique(out, &n, max, current);
+        cgroup_add_unique(out, &n, max, root);
     }
     return n;
 }

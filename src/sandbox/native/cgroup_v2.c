@@ -47,28 +47,19 @@ static bool writable_procs(const char *dir) {
     return cgroup_join(path, dir, "cgroup.procs") && faccessat(AT_FDCWD, path, W_OK, AT_EACCESS) == 0;
 }
 
-static bool add_unique(char (*out)[PATH_MAX], size_t *n, size_t max, const char *dir) {
-    for (size_t i = 0; i < *n; i++)
-        if (strcmp(out[i], dir) == 0) return false;
-    if (*n == max) return false;
-    snprintf(out[*n], PATH_MAX, "%s", dir);
-    (*n)++;
-    return true;
-}
-
 /* Where airlock may make v2 cgroups: its own cgroup, that cgroup's parent,
  * the hierarchy root (see the file comment for which is used when). */
 size_t cgroup_v2_parents(const cgroup_snapshot *snap, char (*out)[PATH_MAX], size_t max) {
     char root[PATH_MAX], current[PATH_MAX];
     size_t n = 0;
     if (!cgroup_find(snap, NULL, root, current)) return 0;
-    add_unique(out, &n, max, current);
+    cgroup_add_unique(out, &n, max, current);
     char *slash = strrchr(current, '/');
     if (strcmp(current, root) != 0 && slash && (size_t)(slash - current) >= strlen(root)) {
         *slash = '\0';
-        add_unique(out, &n, max, current);
+        cgroup_add_unique(out, &n, max, current);
     }
-    add_unique(out, &n, max, root);
+    cgroup_add_unique(out, &n, max, root);
     return n;
 }
 

@@ -298,6 +298,9 @@ bool cgroup_read_key(const char *dir, const char *file, const char *key, uint64_
 bool cgroup_has_word(const char *list, const char *word);
 bool cgroup_remove(const char *dir);
 size_t cgroup_v1_parents(const cgroup_snapshot *snap, char (*out)[PATH_MAX], size_t max);
+/* Append dir to out[0..*n) unless it is there already or out is full
+ * (max entries); true when it was added. */
+bool cgroup_add_unique(char (*out)[PATH_MAX], size_t *n, size_t max, const char *dir);
 size_t cgroup_v2_parents(const cgroup_snapshot *snap, char (*out)[PATH_MAX], size_t max);
 void cgroup_v1_probe(const char *name, bool *writable, char *controllers, size_t len);
 void cgroup_v2_probe(const char *name, bool *writable, char *controllers, size_t len);
