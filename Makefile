@@ -30,7 +30,8 @@ JANSSON_LIBS   := $(shell pkg-config --libs jansson 2>/dev/null || echo -ljansso
 # libairlock: the engine, the WASI host and the sandbox backends. WASI and the
 # backends see only the public header (plus their own), like any embedder.
 SANDBOX_SRC := $(wildcard src/sandbox/*.c) $(wildcard src/sandbox/native/*.c) $(wildcard src/sandbox/gvisor/*.c)
-ENGINE_SRC := $(wildcard src/engine/*.c) $(wildcard src/wasi/*.c) $(SANDBOX_SRC)
+NET_SRC := $(wildcard src/net/*.c)
+ENGINE_SRC := $(wildcard src/engine/*.c) $(wildcard src/wasi/*.c) $(SANDBOX_SRC) $(NET_SRC)
 # libairlock's own dependencies: whoever links it links these too.
 LIB_DEPS := $(JANSSON_LIBS) -lseccomp -lcap -lpthread -lm
 CLI_SRC    := $(wildcard src/cli/*.c)
@@ -60,6 +61,8 @@ $(call objs,$(1),$(wildcard src/wasi/*.c)): INCLUDES := -Iinclude -Isrc/wasi
 $(call objs,$(1),$(wildcard src/sandbox/*.c)): INCLUDES := -Iinclude -Isrc/wasi -Isrc/sandbox
 $(call objs,$(1),$(wildcard src/sandbox/native/*.c)): INCLUDES := -Iinclude -Isrc/sandbox -Isrc/sandbox/native
 $(call objs,$(1),$(wildcard src/sandbox/gvisor/*.c)): INCLUDES := -Iinclude -Isrc/sandbox -Isrc/sandbox/gvisor
+$(call objs,$(1),$(NET_SRC)): INCLUDES := -Iinclude -Isrc/net
+$(call objs,$(1),tests/unit/test_egress.c tests/unit/test_sni.c): INCLUDES := -Iinclude -Isrc/net
 # unit tests of the sandbox internals see the internal headers they test
 $(call objs,$(1),tests/unit/test_seccomp.c tests/unit/test_cgroup.c tests/unit/test_sandbox_util.c): INCLUDES := -Iinclude -Isrc/sandbox -Isrc/sandbox/native
 

@@ -11,7 +11,7 @@
 #      then the native/gVisor escape battery (tests/sandbox/run.sh);
 #   5. the WASI differential suite against node:wasi (tests/wasi/compare-node.sh);
 #   6. a short libFuzzer run of decode+validate+instantiate+call
-#      (tests/fuzz/short.sh, $AIRLOCK_FUZZ_SECONDS, default 20).
+#      (tests/fuzz/short.sh, $AIRLOCK_FUZZ_SECONDS, default 20; then 5 s of the TLS SNI parser).
 # Scripts (2, 3) print "N passed, N failed" as their last line; those are
 # summed, and a script exiting non-zero without reporting a failure counts as
 # one. The last line printed is the grand total, "N passed, N failed"; the exit

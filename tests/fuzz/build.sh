@@ -2,7 +2,9 @@
 # build.sh — build the libFuzzer target tests/fuzz/fuzz_module.c into
 # build/fuzz/fuzz_module, with the engine (src/engine/*.c) compiled in and
 # instrumented: coverage for libFuzzer, AddressSanitizer (+ LeakSanitizer)
-# and UndefinedBehaviorSanitizer, which aborts on the first report.
+# and UndefinedBehaviorSanitizer, which aborts on the first report. Also
+# builds tests/fuzz/fuzz_sni.c + src/net/sni.c (the TLS ClientHello SNI
+# parser, issue 5) into build/fuzz/fuzz_sni the same way.
 #
 #   tests/fuzz/build.sh            (CC=clang-14 by default)
 set -euo pipefail
@@ -28,3 +30,15 @@ for src in src/engine/*.c tests/fuzz/fuzz_module.c; do
 done
 "$CC" "${CFLAGS[@]}" -fsanitize=fuzzer -o "$OUT/fuzz_module" "${objs[@]}" -lm -lpthread
 echo "built $OUT/fuzz_module" >&2
+
+# fuzz_sni: only sni.c is needed (pure, no library dependencies)
+sni_objs=()
+for src in src/net/sni.c tests/fuzz/fuzz_sni.c; do
+    obj=$OBJ/$(basename "${src%.c}").o
+    if [ ! -f "$obj" ] || [ -n "$(find "$src" src/net/net.h -newer "$obj" 2>/dev/null | head -n 1)" ]; then
+        "$CC" "${CFLAGS[@]}" -Isrc/net -fsanitize=fuzzer-no-link -c "$src" -o "$obj"
+    fi
+    sni_objs+=("$obj")
+done
+"$CC" "${CFLAGS[@]}" -fsanitize=fuzzer -o "$OUT/fuzz_sni" "${sni_objs[@]}"
+echo "built $OUT/fuzz_sni" >&2

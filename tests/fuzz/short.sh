@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# short.sh — a short libFuzzer run of tests/fuzz/fuzz_module.c.
+# short.sh — a short libFuzzer run of tests/fuzz/fuzz_module.c, then of
+# tests/fuzz/fuzz_sni.c (the TLS SNI parser, issue 5).
 #
-#   tests/fuzz/short.sh [SECONDS]        (default 30)
+#   tests/fuzz/short.sh [SECONDS [SNI_SECONDS]]     (defaults 30 and 5)
 #
 # Builds build/fuzz/fuzz_module (tests/fuzz/build.sh), makes a seed corpus
 # from the spec test suite's modules — build/spec/*/*.wasm when the spec
@@ -10,18 +11,22 @@
 # SIMD files skipped: airlock implements WebAssembly 2.0 without SIMD) — and
 # fuzzes for SECONDS. New inputs accumulate in build/fuzz/corpus across runs;
 # a crashing input is saved under build/fuzz/artifacts/ and the libFuzzer log
-# is kept in build/fuzz/short.log. The last line is the usual summary:
-# "1 passed, 0 failed" when nothing crashed, "0 passed, 1 failed" otherwise.
+# is kept in build/fuzz/short.log. fuzz_sni then runs for SNI_SECONDS from
+# seeds made by python3's ssl module (real ClientHellos, no network), with
+# its corpus in build/fuzz/sni-corpus and its log in build/fuzz/short-sni.log.
+# The last line is the usual summary, one test per target: "2 passed,
+# 0 failed" when nothing crashed.
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$ROOT"
 SECONDS_TO_RUN=${1:-30}
+SNI_SECONDS=${2:-5}
 OUT=build/fuzz
 TESTSUITE=${WASM_TESTSUITE:-$ROOT/../shared/wasm-testsuite}
 
 if ! tests/fuzz/build.sh; then
-    echo "fuzz target failed to build"
-    echo "0 passed, 1 failed"
+    echo "fuzz targets failed to build"
+    echo "0 passed, 2 failed"
     exit 1
 fi
 
@@ -51,11 +56,49 @@ echo "seed corpus: $(ls "$seeds" | wc -l) modules; fuzzing for ${SECONDS_TO_RUN}
     "$OUT/corpus" "$seeds" >"$OUT/short.log" 2>&1
 status=$?
 grep -E '^(#[0-9]+[[:space:]]+(DONE|INITED)|stat::number_of_executed_units|stat::peak_rss_mb)' "$OUT/short.log" | tail -n 4 >&2
+passed=0 failed=0
 if [ $status -eq 0 ]; then
-    echo "1 passed, 0 failed"
-    exit 0
+    passed=$((passed + 1))
+else
+    failed=$((failed + 1))
+    echo "fuzzer found a problem (exit $status); log: $OUT/short.log" >&2
+    grep -E 'ERROR|SUMMARY|runtime error|fuzz_module:|Test unit written' "$OUT/short.log" | head -n 20 >&2
 fi
-echo "fuzzer found a problem (exit $status); log: $OUT/short.log" >&2
-grep -E 'ERROR|SUMMARY|runtime error|fuzz_module:|Test unit written' "$OUT/short.log" | head -n 20 >&2
-echo "0 passed, 1 failed"
-exit 1
+
+# ---- fuzz_sni ----
+sni_seeds=$OUT/sni-seeds
+mkdir -p "$sni_seeds" "$OUT/sni-corpus"
+if [ -z "$(ls -A "$sni_seeds")" ] && command -v python3 >/dev/null; then
+    python3 - "$sni_seeds" <<'PY' || echo "could not make ClientHello seeds" >&2
+import ssl, sys
+for ver in ("TLSv1_2", "TLSv1_3"):
+    for sni in ("example.com", None):
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+        ctx.minimum_version = ctx.maximum_version = getattr(ssl.TLSVersion, ver)
+        i, o = ssl.MemoryBIO(), ssl.MemoryBIO()
+        obj = ctx.wrap_bio(i, o, server_hostname=sni)
+        try:
+            obj.do_handshake()
+        except ssl.SSLWantReadError:
+            pass
+        with open("%s/hello-%s-%s" % (sys.argv[1], ver, sni or "nosni"), "wb") as f:
+            f.write(o.read())
+PY
+fi
+echo "fuzz_sni: $(ls "$sni_seeds" | wc -l) seeds; fuzzing for ${SNI_SECONDS}s" >&2
+"$OUT/fuzz_sni" -max_total_time="$SNI_SECONDS" -timeout=10 -rss_limit_mb=2560 \
+    -max_len=20000 -artifact_prefix="$OUT/artifacts/sni-" -print_final_stats=1 \
+    "$OUT/sni-corpus" "$sni_seeds" >"$OUT/short-sni.log" 2>&1
+status=$?
+grep -E '^(#[0-9]+[[:space:]]+DONE|stat::number_of_executed_units)' "$OUT/short-sni.log" | tail -n 2 >&2
+if [ $status -eq 0 ]; then
+    passed=$((passed + 1))
+else
+    failed=$((failed + 1))
+    echo "fuzz_sni found a problem (exit $status); log: $OUT/short-sni.log" >&2
+    grep -E 'ERROR|SUMMARY|runtime error|fuzz_sni:|Test unit written' "$OUT/short-sni.log" | head -n 20 >&2
+fi
+echo "$passed passed, $failed failed"
+[ $failed -eq 0 ]
