@@ -52,6 +52,13 @@ uint64_t sandbox_now_ns(void);
 #define SANDBOX_GUEST_UID 1000
 #define SANDBOX_GUEST_GID 1000
 
+/* guest_etc.c: the files of the guest's minimal /etc, for every backend;
+ * rel is relative to the root ("etc/passwd"). Ends with {NULL, NULL}. */
+typedef struct sandbox_etc_file {
+    const char *rel, *content;
+} sandbox_etc_file;
+extern const sandbox_etc_file sandbox_guest_etc[];
+
 /* Like sandbox_set_status with kind AL_ERR_SYSTEM and ": strerror(errno)"
  * appended (errno read on entry). */
 void sandbox_set_errno(al_result *result, const char *fmt, ...)

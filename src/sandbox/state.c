@@ -46,11 +46,7 @@ bool sandbox_error_errno(al_error *err, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(what, sizeof what, fmt, ap);
     va_end(ap);
-    if (!err) return false;
-    memset(err, 0, sizeof *err);
-    err->kind = AL_ERR_SYSTEM;
-    snprintf(err->message, sizeof err->message, "%s: %s", what, strerror(saved));
-    return false;
+    return sandbox_error(err, AL_ERR_SYSTEM, "%s: %s", what, strerror(saved));
 }
 
 bool sandbox_error(al_error *err, al_error_kind kind, const char *fmt, ...) {

@@ -26,7 +26,7 @@
 #include "gvisor.h"
 
 #define ROOTFS_MARKER ".airlock-rootfs"
-#define ROOTFS_VERSION "airlock rootfs 1\n"
+#define ROOTFS_VERSION "airlock rootfs 2\n"
 
 const char *const gvisor_top_dirs[] = {"bin", "sbin", "lib", "lib32", "lib64", "libx32", NULL};
 
@@ -48,17 +48,8 @@ int gvisor_top_dir_kind(const char *name) {
     return strcmp(t, want) == 0 ? 1 : 0;
 }
 
+/* Files of the skeleton beyond the guest's /etc (sandbox_guest_etc). */
 static const char *const etc_files[][2] = {
-    {"etc/passwd", "root:x:0:0:root:/root:/usr/sbin/nologin\n"
-                   "sandbox:x:1000:1000:sandbox:/tmp:/bin/sh\n"
-                   "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n"},
-    {"etc/group", "root:x:0:\nsandbox:x:1000:\nnogroup:x:65534:\n"},
-    {"etc/hosts", "127.0.0.1\tlocalhost airlock\n::1\tlocalhost ip6-localhost ip6-loopback\n"},
-    {"etc/hostname", "airlock\n"},
-    {"etc/nsswitch.conf", "passwd: files\ngroup: files\nshadow: files\nhosts: files\n"
-                          "networks: files\nprotocols: files\nservices: files\n"},
-    {"etc/resolv.conf", ""},
-    /* mountpoint for the host's file (oci.c binds it read-only when present) */
     {"etc/ld.so.cache", ""},
     {ROOTFS_MARKER, ROOTFS_VERSION},
 };
@@ -97,6 +88,8 @@ static bool build_at(int dirfd) {
         default: break;
         }
     }
+    for (const sandbox_etc_file *f = sandbox_guest_etc; f->rel; f++)
+        if (!write_file_at(dirfd, f->rel, f->content)) return false;
     for (size_t i = 0; i < sizeof etc_files / sizeof etc_files[0]; i++)
         if (!write_file_at(dirfd, etc_files[i][0], etc_files[i][1])) return false;
     return true;

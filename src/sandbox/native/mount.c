@@ -303,20 +303,6 @@ static bool build_system(const char **step)
  * CA certificates and time zone are public and needed by ordinary programs. */
 static bool build_etc(const char **step)
 {
-    static const struct {
-        const char *rel, *content;
-    } files[] = {
-        {"etc/passwd", "root:x:0:0:root:/root:/bin/sh\n"
-                       "sandbox:x:1000:1000:sandbox:/tmp:/bin/sh\n"
-                       "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n"},
-        {"etc/group", "root:x:0:\nsandbox:x:1000:\nnogroup:x:65534:\n"},
-        {"etc/hosts", "127.0.0.1\tlocalhost airlock\n::1\tlocalhost ip6-localhost ip6-loopback\n"},
-        {"etc/hostname", "airlock\n"},
-        {"etc/nsswitch.conf", "passwd: files\ngroup: files\nshadow: files\nhosts: files\n"
-                              "networks: files\nprotocols: files\nservices: files\n"
-                              "ethers: files\nrpc: files\nnetgroup: files\n"},
-        {"etc/resolv.conf", ""},
-    };
     static const mirror binds[] = {
         {"/etc/ld.so.cache", "etc/ld.so.cache", "bind /etc/ld.so.cache"},
         {"/etc/alternatives", "etc/alternatives", "bind /etc/alternatives"},
@@ -325,8 +311,8 @@ static bool build_etc(const char **step)
     };
     if (!make_dir("etc") || !make_dir("etc/ssl"))
         return fail(step, "mkdir /etc");
-    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)
-        if (!make_file(files[i].rel, files[i].content))
+    for (const sandbox_etc_file *f = sandbox_guest_etc; f->rel; f++)
+        if (!make_file(f->rel, f->content))
             return fail(step, "write /etc");
     for (size_t i = 0; i < sizeof binds / sizeof binds[0]; i++)
         if (!mirror_host(&binds[i]))
