@@ -280,6 +280,48 @@ typedef struct al_dir_grant {
     bool read_only;
 } al_dir_grant;
 
+/* ---- network egress (native and gvisor) ---------------------------------------
+ * No network unless allow_domains or allow_ips grant something. Then the
+ * sandbox (still a network namespace with loopback only) reaches airlock's
+ * egress proxy at 127.0.0.1:3128 (HTTP_PROXY, HTTPS_PROXY, http_proxy,
+ * https_proxy point there) and nothing else: plain HTTP in absolute form and
+ * CONNECT tunnels to allowed names and ports, each name resolved once by the
+ * proxy, every address checked against the deny-list (loopback, private,
+ * link-local, metadata, multicast, the host's own) and then connected to
+ * exactly. CONNECT tunnels are opaque: headers are injected into plain HTTP
+ * only. */
+typedef struct al_header_grant {
+    const char *domain;     /* a name (or "*.x.y") the header is added for */
+    const char *name;       /* e.g. "Authorization"; replaces any the guest sent */
+    const char *value;      /* never enters the sandbox */
+} al_header_grant;
+
+typedef struct al_host_entry {
+    const char *name;       /* answered from here instead of DNS (tests, pinning) */
+    const char *address;    /* a literal IPv4 or IPv6 address */
+} al_host_entry;
+
+typedef struct al_egress {
+    const char *const *allow_domains;  /* "example.com", "*.example.com" */
+    size_t nallow_domains;
+    const char *const *deny_domains;   /* deny wins over allow */
+    size_t ndeny_domains;
+    const uint16_t *allow_ports;       /* none: 80 and 443; else these too */
+    size_t nallow_ports;
+    const char *const *allow_ips;      /* CIDRs a destination may be in although the
+                                          deny-list (or being a literal IP) refuses it */
+    size_t nallow_ips;
+    const al_header_grant *headers;
+    size_t nheaders;
+    const al_host_entry *hosts;
+    size_t nhosts;
+    uint32_t max_connections;          /* open at once (default 16) */
+    uint64_t max_bytes_per_connection; /* both directions (default 64 MiB; 0: none) */
+    uint64_t max_bytes;                /* per execution, both directions (default 256 MiB; 0: none) */
+    uint32_t idle_timeout_ms;          /* a connection silent this long is closed (default 30000) */
+    const char *log_path;              /* every decision as a JSON line, appended; NULL: none */
+} al_egress;
+
 typedef struct al_policy {
     al_isolation isolation;
     const char *const *argv;      /* argv[0] is the program name shown to the guest */
@@ -312,6 +354,7 @@ typedef struct al_policy {
                                      NULL: $AIRLOCK_STATE_DIR, else /run/airlock as root,
                                      else $XDG_RUNTIME_DIR/airlock or /tmp/airlock-UID */
     const char *gvisor_platform;  /* NULL: the best that works (see al_probe_host) */
+    al_egress egress;             /* native and gvisor; granting any to wasm is an error */
 } al_policy;
 
 /* Fill with the defaults above (zero trust: nothing granted). */
@@ -369,6 +412,10 @@ typedef struct al_result {
     uint64_t denied_syscalls;     /* calls the seccomp filter refused with EPERM */
     uint32_t limits_hit;          /* AL_LIMIT_* */
     char backend[48];             /* "wasm", "native", "gvisor (ptrace)", ... */
+    /* egress (zero when the policy granted no network) */
+    uint32_t egress_allowed;      /* connections the proxy let through */
+    uint32_t egress_denied;       /* requests it refused (each answered 403 or closed) */
+    uint64_t egress_bytes;        /* bytes relayed, both directions */
 } al_result;
 
 /* Run a WASI command module (its _start) under the policy. Returns false only

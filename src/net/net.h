@@ -9,10 +9,25 @@
  *              addresses) every resolved address is checked against.
  *   sni.c      the server name of a TLS ClientHello, from hostile bytes, so a
  *              CONNECT tunnel cannot front one domain with another.
+ *   http_head.c an HTTP/1.x request head from hostile bytes (absolute-form
+ *              requests and CONNECT), the head rewritten for the origin
+ *              (origin-form, Host from the URL, Proxy-* dropped, injected
+ *              headers, Connection: close), and the end of a chunked body.
+ *   config.c   egress_config: the public al_egress turned into what the
+ *              proxy uses (parsed policy, header grants, static host map,
+ *              limits, decision log).
+ *   resolver.c getaddrinfo on worker threads, so the proxy loop never blocks.
+ *   proxy.c    the proxy: one thread, one epoll loop, fed client sockets
+ *              over its Unix socket; every decision logged.
+ *   relay.c    the sandbox side: a listener on 127.0.0.1:3128 inside the
+ *              sandbox's network namespace whose connections are handed to
+ *              the proxy's Unix socket (SCM_RIGHTS: the socket itself moves,
+ *              no byte is copied twice).
+ *   gateway.c  what a backend calls: proxy + relay for one execution.
  *
- * Everything here is pure computation over its arguments (no I/O but
- * egress_host_addresses), so the proxy, the CLI and capabilities share it
- * and it can be fuzzed.
+ * policy.c, sni.c and http_head.c are pure computation over their arguments
+ * (no I/O but egress_host_addresses), so the proxy, the CLI and
+ * capabilities share them and they can be fuzzed.
  */
 #ifndef AIRLOCK_NET_H
 #define AIRLOCK_NET_H
@@ -22,6 +37,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
+
+#include "airlock.h"
 
 #define EGRESS_MAX_NAME 253     /* a DNS name, without the trailing dot */
 #define EGRESS_MAX_RULES 256
@@ -98,5 +115,205 @@ typedef enum sni_result {
  * which may span several TLS records (at most 16 KiB of handshake).
  * name must hold EGRESS_MAX_NAME + 1 bytes. */
 sni_result sni_parse(const uint8_t *bytes, size_t len, char *name);
+
+/* ---- http_head.c ---------------------------------------------------------------- */
+#define HTTP_HEAD_MAX 16384     /* request line + headers, CRLFCRLF included */
+#define HTTP_MAX_HEADERS 100
+
+typedef enum http_head_result {
+    HTTP_HEAD_OK = 0,
+    HTTP_HEAD_NEED_MORE,        /* no CRLFCRLF yet and fewer than HTTP_HEAD_MAX bytes */
+    HTTP_HEAD_TOO_LARGE,        /* HTTP_HEAD_MAX bytes without the end of the head */
+    HTTP_HEAD_MALFORMED,        /* *why says what (a fixed string) */
+} http_head_result;
+
+typedef struct http_header {
+    const char *name;           /* points into the parsed buffer; not NUL-terminated */
+    size_t name_len;
+    const char *value;          /* leading/trailing blanks trimmed */
+    size_t value_len;
+} http_header;
+
+typedef struct http_request {
+    char method[24];            /* as sent (tokens are case-sensitive) */
+    bool is_connect;            /* CONNECT host:port */
+    char host[EGRESS_MAX_NAME + 1]; /* from the URL / CONNECT authority: a name in
+                                   lower case without a trailing dot, or an IP
+                                   literal (IPv6 without brackets) */
+    unsigned port;              /* explicit, else 80 for http:// (CONNECT needs one) */
+    const char *path;           /* origin-form target ("/" when the URL had none) */
+    size_t path_len;
+    unsigned version_minor;     /* HTTP/1.0 or HTTP/1.1 */
+    size_t head_len;            /* bytes of the head, CRLFCRLF included */
+    http_header headers[HTTP_MAX_HEADERS];
+    size_t nheaders;
+    bool has_host_header;
+    char host_header[EGRESS_MAX_NAME + 1]; /* its host part, normalised like host */
+    unsigned host_header_port;  /* its port, else the URL's default */
+    bool has_content_length;
+    uint64_t content_length;
+    bool chunked;               /* Transfer-Encoding: chunked (and nothing else) */
+} http_request;
+
+/* Parse the head at the start of buf[0..len). Only "http://" absolute-form
+ * targets and CONNECT authority-form are accepted (a forward proxy sees
+ * nothing else); https:// in absolute form is refused (clients use CONNECT).
+ * Refused as MALFORMED (request smuggling and confusion): bare LF line ends,
+ * obs-fold, whitespace before ':', control bytes, duplicate or non-numeric
+ * Content-Length, Content-Length with Transfer-Encoding, any transfer coding
+ * but "chunked", userinfo in the URL, a host that is neither a DNS name nor an
+ * IP literal, port 0 or > 65535. *why is set for MALFORMED. */
+http_head_result http_parse_request(const char *buf, size_t len, http_request *req,
+                                    const char **why);
+
+/* Does the Host header (if any) name the URL's host and port? */
+bool http_host_matches(const http_request *req);
+
+/* A header to add for the origin (the policy's injected headers). */
+typedef struct http_added_header {
+    const char *name;
+    const char *value;
+} http_added_header;
+
+/* The head as the origin gets it: "METHOD path HTTP/1.1", Host from the URL,
+ * the client's headers minus Host, Connection, Keep-Alive, Proxy-*, TE,
+ * Upgrade and any named in add (replaced, case-insensitively), then add,
+ * then "Connection: close". Returns the length written to out (no NUL), or
+ * 0 when it does not fit in cap. */
+size_t http_rewrite_request(const http_request *req, const http_added_header *add, size_t nadd,
+                            char *out, size_t cap);
+
+/* Where a chunked body ends: feed the bytes after the head in order; each call
+ * returns how many of them belong to the body (all of len until the end is
+ * found). done is set once the final chunk and trailers are complete; error
+ * on malformed framing (sizes past 2^60, bad hex, missing CRLF, a trailer
+ * section over HTTP_HEAD_MAX). */
+typedef struct http_chunked {
+    int state;
+    uint64_t remaining;         /* bytes left in the current chunk's data */
+    size_t line_len;            /* length of the size/trailer line so far */
+    size_t trailer_bytes;
+    unsigned digits;
+    bool done, error;
+} http_chunked;
+void http_chunked_init(http_chunked *c);
+size_t http_chunked_scan(http_chunked *c, const uint8_t *bytes, size_t len);
+
+/* ---- config.c -------------------------------------------------------------------- */
+#define EGRESS_PROXY_PORT 3128
+#define EGRESS_DEFAULT_MAX_CONNECTIONS 16
+#define EGRESS_DEFAULT_MAX_BYTES_PER_CONNECTION (UINT64_C(64) << 20)
+#define EGRESS_DEFAULT_MAX_BYTES (UINT64_C(256) << 20)
+#define EGRESS_DEFAULT_IDLE_TIMEOUT_MS 30000
+#define EGRESS_MAX_HEADER_GRANTS 64
+#define EGRESS_MAX_HOST_ENTRIES 256
+#define EGRESS_EXECUTION_ID_MAX 64
+
+typedef struct egress_header_grant {
+    char *domain;               /* normalised like an allow rule */
+    char *name;
+    char *value;
+} egress_header_grant;
+
+typedef struct egress_host_entry {
+    char *name;                 /* normalised: lower case, no trailing dot */
+    struct sockaddr_storage addr; /* port 0 */
+    socklen_t addr_len;
+} egress_host_entry;
+
+typedef struct egress_config {
+    egress_policy policy;
+    egress_header_grant *headers;
+    size_t nheaders;
+    egress_host_entry *hosts;
+    size_t nhosts;
+    uint32_t max_connections;   /* 0 in al_egress means the default; here always >= 1 */
+    uint64_t max_bytes_per_connection; /* 0: no limit */
+    uint64_t max_bytes;         /* 0: no limit */
+    uint32_t idle_timeout_ms;   /* always >= 1 */
+    char execution_id[EGRESS_EXECUTION_ID_MAX];
+    int log_fd;                 /* O_APPEND; -1: no log. Owned. */
+} egress_config;
+
+/* Does the policy grant any network at all? */
+bool egress_enabled(const al_egress *e);
+/* Build from the public policy (names validated, CIDRs and host addresses
+ * parsed, header names/values checked for CR/LF/NUL, the log file opened,
+ * the host's own addresses collected). false + err (AL_ERR_ARGUMENT or
+ * AL_ERR_SYSTEM) on anything malformed; *out is then empty. */
+bool egress_config_from_policy(const al_egress *e, const char *execution_id,
+                               egress_config *out, al_error *err);
+void egress_config_free(egress_config *c);
+/* The headers granted for host (every grant whose domain rule matches). */
+size_t egress_headers_for(const egress_config *c, const char *host, http_added_header *out,
+                          size_t cap);
+/* The static map's answer for name, or NULL. */
+const egress_host_entry *egress_host_lookup(const egress_config *c, const char *name);
+
+/* The variables that point a guest at the proxy ("HTTP_PROXY=http://127.0.0.1:3128", ...),
+ * NULL-terminated. */
+extern const char *const egress_proxy_env[];
+
+/* ---- resolver.c ------------------------------------------------------------------ */
+typedef struct egress_resolver egress_resolver;
+#define EGRESS_MAX_ADDRS 8
+
+typedef struct egress_resolution {
+    uint64_t token;             /* the caller's, echoed */
+    int gai_error;              /* 0 or an EAI_* code */
+    size_t naddrs;
+    struct sockaddr_storage addrs[EGRESS_MAX_ADDRS];
+    socklen_t addr_lens[EGRESS_MAX_ADDRS];
+} egress_resolution;
+
+/* threads workers; *notify_fd becomes readable (an eventfd) when results
+ * are ready. */
+egress_resolver *egress_resolver_new(unsigned threads, int *notify_fd);
+/* Queue a lookup (name is copied). false when the queue is full (64). */
+bool egress_resolver_submit(egress_resolver *r, uint64_t token, const char *name);
+/* Take one finished lookup; false when none is ready. */
+bool egress_resolver_take(egress_resolver *r, egress_resolution *out);
+/* Stops the workers (a getaddrinfo in progress is waited for) and frees. */
+void egress_resolver_free(egress_resolver *r);
+
+/* ---- proxy.c --------------------------------------------------------------------- */
+typedef struct egress_stats {
+    uint32_t allowed;           /* connections made to an origin */
+    uint32_t denied;            /* requests refused */
+    uint64_t bytes;             /* relayed, both directions, all connections */
+} egress_stats;
+
+typedef struct egress_proxy egress_proxy;
+
+/* Listen on a new Unix socket at unix_path (mode 0600, replaced if stale)
+ * and start the proxy thread. Each message on a connection to that socket
+ * carries one client socket (SCM_RIGHTS), which the proxy then serves.
+ * Takes ownership of *cfg's contents (left empty) on success and failure. */
+egress_proxy *egress_proxy_start(egress_config *cfg, const char *unix_path,
+                                 al_error *err);
+/* Close every connection, stop the thread, unlink the socket, free. */
+void egress_proxy_stop(egress_proxy *p, egress_stats *stats);
+
+/* ---- relay.c --------------------------------------------------------------------- */
+/* In the sandbox's network namespace: a TCP listener on 127.0.0.1:port,
+ * close-on-exec. Async-signal-safe (runs in a cloned child). -1 + errno. */
+int egress_listen_inside(unsigned port);
+
+typedef struct egress_relay egress_relay;
+/* Take ownership of listen_fd and hand each connection accepted on it to
+ * the proxy at unix_path. */
+egress_relay *egress_relay_start(int listen_fd, const char *unix_path, al_error *err);
+void egress_relay_stop(egress_relay *r);
+
+/* ---- gateway.c ------------------------------------------------------------------- */
+typedef struct egress_gateway egress_gateway;
+/* When policy->egress grants network: start the proxy for this execution
+ * (socket in state_dir) and set *out; else *out = NULL and true. */
+bool egress_gateway_start(const al_policy *policy, const char *execution_id,
+                          const char *state_dir, egress_gateway **out, al_error *err);
+/* The listener the sandbox's init made inside its network namespace. */
+bool egress_gateway_attach(egress_gateway *g, int listen_fd, al_error *err);
+/* Stop relay and proxy; add the counters to the result (NULL g: nothing). */
+void egress_gateway_stop(egress_gateway *g, al_result *result);
 
 #endif

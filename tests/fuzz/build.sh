@@ -36,7 +36,7 @@ sni_objs=()
 for src in src/net/sni.c tests/fuzz/fuzz_sni.c; do
     obj=$OBJ/$(basename "${src%.c}").o
     if [ ! -f "$obj" ] || [ -n "$(find "$src" src/net/net.h -newer "$obj" 2>/dev/null | head -n 1)" ]; then
-        "$CC" "${CFLAGS[@]}" -Isrc/net -fsanitize=fuzzer-no-link -c "$src" -o "$obj"
+        "$CC" "${CFLAGS[@]}" -Isrc/net -Iinclude -fsanitize=fuzzer-no-link -c "$src" -o "$obj"
     fi
     sni_objs+=("$obj")
 done
