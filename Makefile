@@ -58,11 +58,11 @@ build/$(1)/obj/%.o: %.c
 # The CLI sees only the public header: it must stay a thin caller of airlock.h.
 $(call objs,$(1),$(CLI_SRC)): INCLUDES := -Iinclude -DAIRLOCK_VERSION='"$(VERSION)"'
 $(call objs,$(1),$(wildcard src/wasi/*.c)): INCLUDES := -Iinclude -Isrc/wasi
-$(call objs,$(1),$(wildcard src/sandbox/*.c)): INCLUDES := -Iinclude -Isrc/wasi -Isrc/sandbox
-$(call objs,$(1),$(wildcard src/sandbox/native/*.c)): INCLUDES := -Iinclude -Isrc/sandbox -Isrc/sandbox/native
-$(call objs,$(1),$(wildcard src/sandbox/gvisor/*.c)): INCLUDES := -Iinclude -Isrc/sandbox -Isrc/sandbox/gvisor
+$(call objs,$(1),$(wildcard src/sandbox/*.c)): INCLUDES := -Iinclude -Isrc/wasi -Isrc/sandbox -Isrc/net
+$(call objs,$(1),$(wildcard src/sandbox/native/*.c)): INCLUDES := -Iinclude -Isrc/sandbox -Isrc/sandbox/native -Isrc/net
+$(call objs,$(1),$(wildcard src/sandbox/gvisor/*.c)): INCLUDES := -Iinclude -Isrc/sandbox -Isrc/sandbox/gvisor -Isrc/net
 $(call objs,$(1),$(NET_SRC)): INCLUDES := -Iinclude -Isrc/net
-$(call objs,$(1),tests/unit/test_egress.c tests/unit/test_sni.c): INCLUDES := -Iinclude -Isrc/net
+$(call objs,$(1),tests/unit/test_egress.c tests/unit/test_sni.c tests/unit/test_http_head.c tests/unit/test_proxy.c): INCLUDES := -Iinclude -Isrc/net
 # unit tests of the sandbox internals see the internal headers they test
 $(call objs,$(1),tests/unit/test_seccomp.c tests/unit/test_cgroup.c tests/unit/test_sandbox_util.c): INCLUDES := -Iinclude -Isrc/sandbox -Isrc/sandbox/native
 

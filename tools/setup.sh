@@ -17,6 +17,7 @@ PACKAGES=(
     libseccomp-dev libcap-dev   # the native backend
     runsc crun bubblewrap       # gVisor backend; crun and bwrap: references in tests and bench
     python3 procps util-linux   # tests/sandbox: python3 runs inside the sandbox; pgrep, setpriv
+    curl openssl wrk            # tests/net: curl inside the sandbox, a test CA; bench/egress.sh
 )
 
 check_only=false

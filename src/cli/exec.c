@@ -7,6 +7,15 @@
  * becomes output, a status line and an exit code. The policy options shared
  * with `run` (--dir, --env, --stdin, --timeout, --memory, --json) go through
  * run.c's parser so the spellings and messages are the same.
+ *
+ * Network egress (--allow-domain, --deny-domain, --allow-port, --allow-ip,
+ * --inject-header, --resolve, --egress-*) and --policy FILE are parsed by
+ * policy_file.c, which also reads the JSON policy file. The file is applied
+ * first and the command line after it, wherever --policy appears: a scalar
+ * flag replaces the file's value, a list flag (--dir, --env, the egress
+ * rules) adds to the file's list. Everything the al_policy points to is owned
+ * by exec_options, exec_job or the parsed file, all alive until al_exec has
+ * returned and freed after the report.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -18,6 +27,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "policy_file.h"
 #include "run.h"
 
 static const char exec_usage[] =
@@ -48,9 +58,28 @@ static const char exec_usage[] =
     "  --state-dir DIR  where gVisor bundles and state live (default /run/airlock\n"
     "                   as root, else $XDG_RUNTIME_DIR/airlock)\n"
     "  --gvisor-platform ptrace|systrap|kvm   (default: the best that works here)\n"
+    "  --policy FILE    a JSON policy file (format: docs/api.md); the options\n"
+    "                   given on the command line replace its values or add to its lists\n"
     "  --json           print one JSON object: status, exit_code, signal, limits_hit,\n"
     "                   cpu_ms, wall_ms, peak_memory_bytes, denied_syscalls, backend,\n"
-    "                   stdout, stderr, *_truncated, dirs, error\n"
+    "                   stdout, stderr, *_truncated, dirs, egress, error\n"
+    "\n"
+    "network egress (native and gvisor; none unless a domain or IP is allowed): the\n"
+    "program reaches only airlock's proxy (HTTP_PROXY=http://127.0.0.1:3128), which\n"
+    "lets through HTTP and HTTPS (CONNECT) to what these options allow:\n"
+    "  --allow-domain NAME     allow a domain, or \"*.example.com\" (repeatable)\n"
+    "  --deny-domain NAME      refuse a domain even if allowed (repeatable)\n"
+    "  --allow-port N          allow a port besides 80 and 443 (repeatable)\n"
+    "  --allow-ip CIDR         allow addresses the deny-list refuses, or literal IPs\n"
+    "  --inject-header DOMAIN:NAME:VALUE\n"
+    "                          the proxy adds this header to plain-HTTP requests to\n"
+    "                          DOMAIN; VALUE never enters the sandbox (not in HTTPS)\n"
+    "  --resolve NAME:ADDRESS  answer NAME with ADDRESS instead of DNS ([::1] for IPv6)\n"
+    "  --egress-connections N  connections open at once (default 16)\n"
+    "  --egress-bytes SIZE     bytes per execution, both directions (default 256M)\n"
+    "  --egress-connection-bytes SIZE   bytes per connection (default 64M)\n"
+    "  --egress-idle T         close a connection silent this long (default 30s)\n"
+    "  --egress-log FILE       append every proxy decision to FILE as a JSON line\n"
     "\n"
     "exit status:\n"
     "  0..255  the program's exit code      128+N  killed by signal N\n"
@@ -61,8 +90,11 @@ static const char exec_usage[] =
 typedef struct exec_options {
     run_options run;          /* --dir, --env, --stdin, --timeout, --memory, --json */
     al_isolation isolation;
+    bool isolation_given;     /* --isolation was on the command line */
     uint64_t cpu_time_ms, processes, open_files, file_size, tmpfs;
     const char *cwd, *state_dir, *platform;
+    const char *policy_path;  /* --policy FILE */
+    cli_egress egress;        /* owned: the egress flags, then merged with the file's */
 } exec_options;
 
 typedef struct exec_job {
@@ -99,6 +131,7 @@ static int bad_value(const char *name, const char *value, const char *why) {
 }
 
 static int parse_isolation(const char *v, exec_options *o) {
+    o->isolation_given = true;
     if (!strcmp(v, "native")) o->isolation = AL_ISOLATION_NATIVE;
     else if (!strcmp(v, "gvisor")) o->isolation = AL_ISOLATION_GVISOR;
     else if (!strcmp(v, "wasm")) o->isolation = AL_ISOLATION_WASM;
@@ -111,7 +144,8 @@ static int parse_exec_option(int argc, char **argv, int *i, exec_options *o) {
     const char *v = NULL, *why = NULL;
     static const char *const names[] = {"--isolation", "--cpu-time", "--processes",
                                         "--open-files", "--file-size", "--tmpfs",
-                                        "--cwd", "--state-dir", "--gvisor-platform"};
+                                        "--cwd", "--state-dir", "--gvisor-platform",
+                                        "--policy"};
     size_t k = 0;
     for (; k < sizeof names / sizeof *names; k++)
         if (option_value(argc, argv, i, names[k], &v)) break;
@@ -129,6 +163,11 @@ static int parse_exec_option(int argc, char **argv, int *i, exec_options *o) {
     case 6: o->cwd = v; ok = v[0] == '/' || !(why = "must be an absolute path inside the sandbox"); break;
     case 7: o->state_dir = v; ok = v[0] == '/' || !(why = "must be an absolute path"); break;
     case 8: o->platform = v; break;
+    case 9:
+        if (o->policy_path) return bad_value(name, NULL, "given twice");
+        o->policy_path = v;
+        ok = v[0] != '\0' || !(why = "empty file name");
+        break;
     }
     return ok ? CLI_OK : bad_value(name, v, why);
 }
@@ -151,6 +190,7 @@ static int parse_command_line(int argc, char **argv, exec_options *o, int *first
         }
         if (a[0] != '-') break;
         int rc = parse_exec_option(argc, argv, &i, o);
+        if (rc == CLI_NOT_POLICY_OPTION) rc = cli_egress_option(argc, argv, &i, &o->egress);
         if (rc == CLI_NOT_POLICY_OPTION) rc = cli_parse_policy_option(argc, argv, &i, &o->run);
         if (rc == CLI_NOT_POLICY_OPTION) {
             fprintf(stderr, "airlock exec: unknown option '%s' (see 'airlock exec --help')\n", a);
@@ -169,6 +209,47 @@ static int parse_command_line(int argc, char **argv, exec_options *o, int *first
         return CLI_USAGE;
     }
     *first = i;
+    return CLI_OK;
+}
+
+/* ---- the policy file ------------------------------------------------------------ */
+
+/* The file's scalars where the command line gave none. */
+static void file_scalars(exec_options *o, const cli_policy *f) {
+    if (!o->isolation_given && f->has_isolation) o->isolation = f->isolation;
+    if (!o->run.timeout_ms) o->run.timeout_ms = f->timeout_ms;
+    if (!o->run.memory_bytes) o->run.memory_bytes = f->memory_bytes;
+    if (!o->cpu_time_ms) o->cpu_time_ms = f->cpu_time_ms;
+    if (!o->processes) o->processes = f->max_processes;
+    if (!o->open_files) o->open_files = f->max_open_files;
+    if (!o->file_size) o->file_size = f->max_file_size;
+    if (!o->tmpfs) o->tmpfs = f->tmpfs_bytes;
+    if (!o->cwd) o->cwd = f->cwd;
+}
+
+/* Read --policy FILE into *f and put the command line on top of it: f keeps
+ * owning the strings the options now point to. Returns CLI_OK, CLI_USAGE (a
+ * bad file, message printed) or CLI_FAIL (out of memory). */
+static int apply_policy_file(exec_options *o, cli_policy *f) {
+    char err[512];
+    if (o->policy_path && !cli_policy_load(o->policy_path, f, err, sizeof err)) {
+        fprintf(stderr, "airlock exec: --policy %s: %s\n", o->policy_path, err);
+        return strcmp(err, "out of memory") ? CLI_USAGE : CLI_FAIL;
+    }
+    file_scalars(o, f);
+    if (!cli_run_options_prepend(&o->run, f->dirs, f->ndirs, f->env, f->nenv)) return CLI_FAIL;
+    if (!cli_egress_merge(&f->egress, &o->egress)) {
+        fputs("airlock: out of memory\n", stderr);
+        return CLI_FAIL;
+    }
+    o->egress = f->egress; /* the merged rules move to the options */
+    memset(&f->egress, 0, sizeof f->egress);
+    if (o->isolation == AL_ISOLATION_WASM && cli_egress_given(&o->egress)) {
+        fputs("airlock exec: network egress needs --isolation native or gvisor (a WebAssembly "
+              "guest has no sockets)\n",
+              stderr);
+        return CLI_USAGE;
+    }
     return CLI_OK;
 }
 
@@ -281,6 +362,7 @@ static void build_policy(exec_job *j, int argc, char **argv, int first) {
     p->cwd = o->cwd;
     p->state_dir = o->state_dir;
     p->gvisor_platform = o->platform;
+    cli_egress_fill(&o->egress, &p->egress);
 }
 
 /* ---- reporting ------------------------------------------------------------------ */
@@ -351,13 +433,22 @@ static void job_free(exec_job *j) {
     al_result_free(&j->result);
 }
 
+static void options_free(exec_options *o, cli_policy *file) {
+    cli_run_options_free(&o->run);
+    cli_egress_free(&o->egress);
+    cli_policy_free(file);
+}
+
 int cli_exec(int argc, char **argv) {
     exec_options opt;
     memset(&opt, 0, sizeof opt);
+    cli_policy file; /* owns what the policy file's entries point to */
+    memset(&file, 0, sizeof file);
     int first = 0;
     int rc = parse_command_line(argc, argv, &opt, &first);
+    if (rc == CLI_OK) rc = apply_policy_file(&opt, &file);
     if (rc != CLI_OK) {
-        cli_run_options_free(&opt.run);
+        options_free(&opt, &file);
         return rc < 0 ? CLI_OK : rc;
     }
     exec_job job;
@@ -369,6 +460,6 @@ int cli_exec(int argc, char **argv) {
     }
     int code = report(&job);
     job_free(&job);
-    cli_run_options_free(&opt.run);
+    options_free(&opt, &file);
     return code;
 }

@@ -18,8 +18,10 @@
  *   plain exit), trap_location ({func_index, func_name, code_offset,
  *   backtrace: [{func_index, func_name, code_offset}...], backtrace_truncated}
  *   or null), fuel_used, wall_ms, peak_memory_bytes, stdout, stdout_truncated,
- *   stderr, stderr_truncated, dirs ([{host, guest, read_only}]), error (the
- *   message, or null when the status is ok, exit or output_truncated).
+ *   stderr, stderr_truncated, signal, limits_hit, cpu_ms, denied_syscalls,
+ *   backend, egress ({allowed, denied, bytes}: the proxy's counts, zeros
+ *   when no network was granted), dirs ([{host, guest, read_only}]), error
+ *   (the message, or null when the status is ok, exit or output_truncated).
  */
 #include <inttypes.h>
 #include <string.h>
@@ -157,6 +159,10 @@ static void json_sandbox_fields(FILE *f, const al_result *r) {
     fprintf(f, "], \"cpu_ms\": %.3f, \"denied_syscalls\": %" PRIu64 ", \"backend\": ",
             (double)r->cpu_ns / 1e6, r->denied_syscalls);
     json_name(f, r->backend, sizeof r->backend);
+    fprintf(f,
+            ", \"egress\": {\"allowed\": %" PRIu32 ", \"denied\": %" PRIu32
+            ", \"bytes\": %" PRIu64 "}",
+            r->egress_allowed, r->egress_denied, r->egress_bytes);
 }
 
 static bool status_has_error(al_status s) {

@@ -39,6 +39,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "policy_file.h"
 #include "run.h"
 
 static const char run_usage[] =
@@ -418,6 +419,35 @@ static void add_env(run_options *opt, const char *entry) {
     opt->env[opt->nenv++] = entry;
 }
 
+bool cli_run_options_prepend(run_options *opt, run_dir *dirs, size_t ndirs,
+                             const char *const *env, size_t nenv) {
+    run_dir *all_dirs = calloc(ndirs + opt->ndirs + 1, sizeof *all_dirs);
+    const char **all_env = calloc(nenv + opt->nenv + 1, sizeof *all_env);
+    if (!all_dirs || !all_env) {
+        free(all_dirs);
+        free(all_env);
+        fputs("airlock: out of memory\n", stderr);
+        return false;
+    }
+    for (size_t i = 0; i < ndirs; i++) {
+        all_dirs[i] = dirs[i];
+        dirs[i].spec_copy = NULL; /* moved: opt frees it now */
+    }
+    if (opt->ndirs) memcpy(all_dirs + ndirs, opt->dirs, opt->ndirs * sizeof *all_dirs);
+    free(opt->dirs);
+    opt->dirs = all_dirs;
+    opt->ndirs += ndirs;
+    /* the file's entries first, then the command line's: a later KEY wins */
+    const char **flags_env = opt->env;
+    size_t nflags_env = opt->nenv;
+    opt->env = all_env;
+    opt->nenv = 0;
+    for (size_t i = 0; i < nenv; i++) add_env(opt, env[i]);
+    for (size_t i = 0; i < nflags_env; i++) add_env(opt, flags_env[i]);
+    free(flags_env);
+    return true;
+}
+
 /* A scalar option may be given once: a second value is more likely a mistake
  * (two scripts' flags concatenated) than a wish to override. */
 static int once(const run_options *opt, bool already, const char *name) {
@@ -465,10 +495,24 @@ static int apply_policy_option(run_options *opt, const struct policy_opt *o, con
     return CLI_USAGE;
 }
 
+/* The egress options and --policy belong to `airlock exec`: a WebAssembly
+ * guest has no sockets, so a grant here could only be a misunderstanding,
+ * answered with a reason rather than "unknown option". */
+static int exec_only(const run_options *opt, const char *name) {
+    fprintf(stderr, "airlock %s: %s: only 'airlock exec' takes this option%s\n", opt->cmd, name,
+            strcmp(name, "--policy") ? " (network egress is for native and gVisor sandboxes; "
+                                       "a WebAssembly guest has no sockets)"
+                                     : "");
+    return CLI_USAGE;
+}
+
 int cli_parse_policy_option(int argc, char **argv, int *i, run_options *opt) {
     const char *value = NULL;
     const struct policy_opt *o = find_policy_option(argv[*i], &value);
-    if (!o) return CLI_NOT_POLICY_OPTION;
+    if (!o) {
+        const char *only = cli_exec_only_option(argv[*i]);
+        return only ? exec_only(opt, only) : CLI_NOT_POLICY_OPTION;
+    }
     if (!o->takes_value && value) return usage_error(opt, o->name, NULL, "takes no value");
     if (o->takes_value && !value) {
         if (*i + 1 >= argc) return usage_error(opt, o->name, NULL, "needs a value");

@@ -77,11 +77,22 @@ enum { CLI_NOT_POLICY_OPTION = -2 };
 bool cli_run_options_init(run_options *opt, const char *cmd, int argc, size_t extra);
 void cli_run_options_free(run_options *opt);
 
+/* Put dirs and env entries (a policy file's) before the ones already parsed,
+ * so the command line's come later and win (for --env, the last KEY wins).
+ * Each dirs[i].spec_copy moves into opt (set to NULL there); the env strings
+ * are borrowed and must outlive opt. The arrays are replaced by ones with no
+ * spare room: call it once, after parsing. False (message printed) when out
+ * of memory, opt unchanged. */
+bool cli_run_options_prepend(run_options *opt, run_dir *dirs, size_t ndirs,
+                             const char *const *env, size_t nenv);
+
 /* If argv[*i] is a policy option — --dir, --env, --stdin, --fuel, --timeout,
  * --memory, --trap-on-memory-limit, --json, spelled "--NAME VALUE" or
  * "--NAME=VALUE" — apply it to opt, advancing *i past a separate value.
  * Returns CLI_OK; CLI_USAGE after printing one line ("airlock CMD: ...");
- * or CLI_NOT_POLICY_OPTION, having done nothing. */
+ * or CLI_NOT_POLICY_OPTION, having done nothing. The options only `exec`
+ * takes (egress, --policy: policy_file.h) are a usage error with the reason
+ * here; exec recognises them before calling this. */
 int cli_parse_policy_option(int argc, char **argv, int *i, run_options *opt);
 
 /* python.c: `airlock python` (declared here, not in cli.h, because it is

@@ -37,6 +37,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
+#include <sys/types.h>
 
 #include "airlock.h"
 
@@ -98,6 +99,9 @@ egress_verdict egress_check_name(const egress_policy *p, const char *host, unsig
 /* May this resolved address be connected to? (deny-list unless allow_ips) */
 egress_verdict egress_check_address(const egress_policy *p, const struct sockaddr *addr,
                                     socklen_t len);
+/* A DNS name as the policy compares it, into out (EGRESS_MAX_NAME + 1
+ * bytes): lower case, one trailing dot stripped, labels of [a-z0-9-]. */
+bool egress_normalise_name(const char *in, char *out);
 /* Does name match the rule ("a.b" exactly, or "*.b" for any name ending in
  * ".b" with at least one more label)? Both already normalised. */
 bool egress_domain_matches(const char *rule, const char *name);
@@ -141,7 +145,9 @@ typedef struct http_request {
                                    lower case without a trailing dot, or an IP
                                    literal (IPv6 without brackets) */
     unsigned port;              /* explicit, else 80 for http:// (CONNECT needs one) */
-    const char *path;           /* origin-form target ("/" when the URL had none) */
+    const char *path;           /* origin-form target ("/" when the URL had none;
+                                   "?q" when it had a query but no path: the
+                                   rewrite writes "/?q"); "" for CONNECT */
     size_t path_len;
     unsigned version_minor;     /* HTTP/1.0 or HTTP/1.1 */
     size_t head_len;            /* bytes of the head, CRLFCRLF included */
@@ -149,7 +155,8 @@ typedef struct http_request {
     size_t nheaders;
     bool has_host_header;
     char host_header[EGRESS_MAX_NAME + 1]; /* its host part, normalised like host */
-    unsigned host_header_port;  /* its port, else the URL's default */
+    unsigned host_header_port;  /* its port, else the URL's default (80; for
+                                   CONNECT, the CONNECT port) */
     bool has_content_length;
     uint64_t content_length;
     bool chunked;               /* Transfer-Encoding: chunked (and nothing else) */
@@ -175,11 +182,16 @@ typedef struct http_added_header {
     const char *value;
 } http_added_header;
 
-/* The head as the origin gets it: "METHOD path HTTP/1.1", Host from the URL,
- * the client's headers minus Host, Connection, Keep-Alive, Proxy-*, TE,
- * Upgrade and any named in add (replaced, case-insensitively), then add,
- * then "Connection: close". Returns the length written to out (no NUL), or
- * 0 when it does not fit in cap. */
+/* The head as the origin gets it: "METHOD path HTTP/1.x" (the client's
+ * version: an HTTP/1.0 client cannot read a chunked response), Host from the
+ * URL, the client's headers minus Host, Connection, Keep-Alive, Proxy and
+ * Proxy-*, TE, Upgrade, those named in the client's Connection header and
+ * any named in add (replaced, case-insensitively), then add, then
+ * "Connection: close". Content-Length and Transfer-Encoding are always kept
+ * (the origin must frame the body as the proxy did). Returns the length
+ * written to out (no NUL), or 0 when it does not fit in cap, for CONNECT,
+ * and when an added header has a non-token name, CR/LF in its value, or is
+ * Host, Connection, Content-Length or Transfer-Encoding. */
 size_t http_rewrite_request(const http_request *req, const http_added_header *add, size_t nadd,
                             char *out, size_t cap);
 
@@ -291,6 +303,8 @@ typedef struct egress_proxy egress_proxy;
  * Takes ownership of *cfg's contents (left empty) on success and failure. */
 egress_proxy *egress_proxy_start(egress_config *cfg, const char *unix_path,
                                  al_error *err);
+/* The counters so far, while the proxy runs (safe from any thread). */
+void egress_proxy_stats(egress_proxy *p, egress_stats *out);
 /* Close every connection, stop the thread, unlink the socket, free. */
 void egress_proxy_stop(egress_proxy *p, egress_stats *stats);
 
@@ -305,6 +319,31 @@ typedef struct egress_relay egress_relay;
 egress_relay *egress_relay_start(int listen_fd, const char *unix_path, al_error *err);
 void egress_relay_stop(egress_relay *r);
 
+/* ---- netns.c --------------------------------------------------------------------- */
+/* Bring lo up in the caller's network namespace. 0, or -1 + errno.
+ * Async-signal-safe. */
+int egress_loopback_up(void);
+
+/* A network namespace with loopback only, held by a small process, for a
+ * runtime that joins one by path (runsc). Needs root (CLONE_NEWNET). */
+typedef struct egress_netns {
+    pid_t pid;                  /* the holder */
+    int pidfd;
+    int hold_fd;                /* closing it lets the holder exit */
+    char path[64];              /* "/proc/PID/ns/net" */
+} egress_netns;
+/* Make one; *listen_fd gets the 127.0.0.1:3128 listener inside it. */
+bool egress_netns_open(egress_netns *ns, int *listen_fd, al_error *err);
+void egress_netns_close(egress_netns *ns);
+
+/* ---- fdpass.c -------------------------------------------------------------------- */
+/* Send data[0..len) with fd (SCM_RIGHTS; none when fd < 0) in one message.
+ * Async-signal-safe. */
+bool fdpass_send(int via, const void *data, size_t len, int fd);
+/* Fill err (kind + printf-style message); returns false for "return egress_error(...)". */
+bool egress_error(al_error *err, al_error_kind kind, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
 /* ---- gateway.c ------------------------------------------------------------------- */
 typedef struct egress_gateway egress_gateway;
 /* When policy->egress grants network: start the proxy for this execution
@@ -313,6 +352,8 @@ bool egress_gateway_start(const al_policy *policy, const char *execution_id,
                           const char *state_dir, egress_gateway **out, al_error *err);
 /* The listener the sandbox's init made inside its network namespace. */
 bool egress_gateway_attach(egress_gateway *g, int listen_fd, al_error *err);
+/* The proxy's counters so far. */
+void egress_gateway_stats(const egress_gateway *g, egress_stats *out);
 /* Stop relay and proxy; add the counters to the result (NULL g: nothing). */
 void egress_gateway_stop(egress_gateway *g, al_result *result);
 

@@ -96,7 +96,7 @@ void egress_policy_free(egress_policy *p) {
  * be exactly the name the resolver will look up, or a check can be passed by
  * one spelling and the connection made to another. IDNs must come in their
  * punycode ("xn--") form. */
-static bool normalise_name(const char *in, char *out) {
+bool egress_normalise_name(const char *in, char *out) {
     if (!in)
         return false;
     size_t len = strnlen(in, EGRESS_MAX_NAME + 2);
@@ -160,7 +160,7 @@ static bool normalise_rule(const char *in, char *out) {
         if (in[1] != '.')
             return false;
         char rest[EGRESS_MAX_NAME + 1];
-        if (!normalise_name(in + 2, rest) || !strchr(rest, '.'))
+        if (!egress_normalise_name(in + 2, rest) || !strchr(rest, '.'))
             return false;
         size_t n = strlen(rest);
         if (n + 2 > EGRESS_MAX_NAME)
@@ -171,7 +171,7 @@ static bool normalise_rule(const char *in, char *out) {
         return true;
     }
     uint8_t a4[4];
-    if (!normalise_name(in, out) || parse_ipv4_literal(out, a4))
+    if (!egress_normalise_name(in, out) || parse_ipv4_literal(out, a4))
         return false;
     return true;
 }
@@ -596,7 +596,7 @@ egress_verdict egress_check_name(const egress_policy *p, const char *host, unsig
     }
 
     char name[EGRESS_MAX_NAME + 1];
-    if (!normalise_name(host, name))
+    if (!egress_normalise_name(host, name))
         return EGRESS_DENY_NAME_INVALID;
     /* Deny rules first: a deny always wins, so "*.example.com" allowed with
      * "internal.example.com" denied keeps the latter out. */

@@ -35,6 +35,10 @@ void al_policy_init(al_policy *policy) {
     policy->stdout_cap = (size_t)1 << 20;
     policy->stderr_cap = (size_t)1 << 20;
     policy->max_processes = 64;
+    policy->egress.max_connections = 16;
+    policy->egress.max_bytes_per_connection = UINT64_C(64) << 20;
+    policy->egress.max_bytes = UINT64_C(256) << 20;
+    policy->egress.idle_timeout_ms = 30000;
     policy->max_open_files = 256;
     policy->max_file_size = UINT64_C(64) << 20;
     policy->tmpfs_bytes = UINT64_C(64) << 20;
@@ -203,6 +207,25 @@ static bool check_program(const al_policy *p, al_error *err) {
     return true;
 }
 
+/* A WebAssembly guest has no socket API at all, so a grant there would be
+ * silently meaningless: say so instead. The rules themselves are checked
+ * (with the field named) when the backend builds the proxy's config. */
+static bool check_egress(const al_policy *p, al_error *err) {
+    const al_egress *e = &p->egress;
+    if (p->isolation == AL_ISOLATION_WASM && (e->nallow_domains > 0 || e->nallow_ips > 0))
+        return refuse(err, "egress",
+                      "WebAssembly guests have no sockets; network egress applies to the "
+                      "native and gvisor backends");
+    if (!check_strings(e->allow_domains, e->nallow_domains, "egress.allow_domains", err) ||
+        !check_strings(e->deny_domains, e->ndeny_domains, "egress.deny_domains", err) ||
+        !check_strings(e->allow_ips, e->nallow_ips, "egress.allow_ips", err))
+        return false;
+    if ((e->nallow_ports > 0 && !e->allow_ports) || (e->nheaders > 0 && !e->headers) ||
+        (e->nhosts > 0 && !e->hosts))
+        return refuse(err, "egress", "NULL array with a non-zero count");
+    return true;
+}
+
 al_status sandbox_policy_check(const al_policy *p, al_error *err) {
     if (!p) {
         refuse(err, "policy", "NULL");
@@ -219,7 +242,7 @@ al_status sandbox_policy_check(const al_policy *p, al_error *err) {
         return AL_STATUS_ERROR;
     }
     if (!check_strings(p->argv, p->argc, "argv", err) || !check_env(p, err) ||
-        !check_dirs(p, err) || !check_limits(p, err))
+        !check_dirs(p, err) || !check_limits(p, err) || !check_egress(p, err))
         return AL_STATUS_ERROR;
     if (p->stdin_len > 0 && !p->stdin_data) {
         refuse(err, "stdin_data", "NULL with a non-zero stdin_len");

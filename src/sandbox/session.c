@@ -23,6 +23,14 @@ struct al_session {
     char **dir_strings;     /* 2 per grant: host, guest */
     uint8_t *stdin_copy;
     char *cwd, *state_dir, *gvisor_platform;
+    /* policy.egress, owned: the network a session was granted is its own */
+    char **allow_domains, **deny_domains, **allow_ips;
+    uint16_t *allow_ports;
+    al_header_grant *headers;
+    al_host_entry *hosts;
+    char **egress_strings;  /* 3 per header grant, 2 per host entry */
+    size_t negress_strings;
+    char *egress_log;
     gvisor_sandbox *gvisor; /* GVISOR only */
 };
 
@@ -50,7 +58,26 @@ static void free_strings(char **v, size_t n) {
     free(v);
 }
 
+static void egress_free(al_session *s) {
+    const al_egress *e = &s->policy.egress;
+    free_strings(s->allow_domains, e->nallow_domains);
+    free_strings(s->deny_domains, e->ndeny_domains);
+    free_strings(s->allow_ips, e->nallow_ips);
+    free(s->allow_ports);
+    free(s->headers);
+    free(s->hosts);
+    if (s->egress_strings) {
+        /* header values are secrets: do not leave them in freed memory */
+        for (size_t i = 0; i < s->negress_strings; i++)
+            if (s->egress_strings[i])
+                explicit_bzero(s->egress_strings[i], strlen(s->egress_strings[i]));
+    }
+    free_strings(s->egress_strings, s->negress_strings);
+    free(s->egress_log);
+}
+
 static void session_free(al_session *s) {
+    egress_free(s);
     free_strings(s->argv, s->policy.argc);
     free_strings(s->env, s->policy.nenv);
     free_strings(s->dir_strings, 2 * s->policy.ndirs);
@@ -77,6 +104,56 @@ static bool copy_dirs(al_session *s, const al_policy *p) {
     return ok;
 }
 
+static char *keep(al_session *s, const char *text, bool *ok) {
+    char *d = dup_or_null(text, ok);
+    s->egress_strings[s->negress_strings++] = d;
+    return d;
+}
+
+static bool copy_egress_grants(al_session *s, const al_egress *e) {
+    size_t n = 3 * e->nheaders + 2 * e->nhosts;
+    if (n == 0) return true;
+    s->egress_strings = calloc(n, sizeof *s->egress_strings);
+    s->headers = e->nheaders ? calloc(e->nheaders, sizeof *s->headers) : NULL;
+    s->hosts = e->nhosts ? calloc(e->nhosts, sizeof *s->hosts) : NULL;
+    if (!s->egress_strings || (e->nheaders && !s->headers) || (e->nhosts && !s->hosts))
+        return false;
+    bool ok = true;
+    for (size_t i = 0; i < e->nheaders; i++)
+        s->headers[i] = (al_header_grant){keep(s, e->headers[i].domain, &ok),
+                                          keep(s, e->headers[i].name, &ok),
+                                          keep(s, e->headers[i].value, &ok)};
+    for (size_t i = 0; i < e->nhosts; i++)
+        s->hosts[i] = (al_host_entry){keep(s, e->hosts[i].name, &ok),
+                                      keep(s, e->hosts[i].address, &ok)};
+    return ok;
+}
+
+static bool copy_egress(al_session *s, const al_egress *e) {
+    bool ok = true;
+    s->allow_domains = dup_strings(e->allow_domains, e->nallow_domains, &ok);
+    s->deny_domains = dup_strings(e->deny_domains, e->ndeny_domains, &ok);
+    s->allow_ips = dup_strings(e->allow_ips, e->nallow_ips, &ok);
+    s->egress_log = dup_or_null(e->log_path, &ok);
+    if (e->nallow_ports > 0) {
+        s->allow_ports = calloc(e->nallow_ports, sizeof *s->allow_ports);
+        if (s->allow_ports)
+            memcpy(s->allow_ports, e->allow_ports, e->nallow_ports * sizeof *s->allow_ports);
+        else
+            ok = false;
+    }
+    if (!copy_egress_grants(s, e)) ok = false;
+    al_egress *c = &s->policy.egress;
+    c->allow_domains = (const char *const *)s->allow_domains;
+    c->deny_domains = (const char *const *)s->deny_domains;
+    c->allow_ips = (const char *const *)s->allow_ips;
+    c->allow_ports = s->allow_ports;
+    c->headers = s->headers;
+    c->hosts = s->hosts;
+    c->log_path = s->egress_log;
+    return ok;
+}
+
 /* The session's own copy of p; false when out of memory. */
 static bool copy_policy(al_session *s, const al_policy *p) {
     s->policy = *p;
@@ -92,6 +169,7 @@ static bool copy_policy(al_session *s, const al_policy *p) {
         else ok = false;
     }
     if (!copy_dirs(s, p)) ok = false;
+    if (!copy_egress(s, &p->egress)) ok = false;
     s->policy.argv = (const char *const *)s->argv;
     s->policy.env = (const char *const *)s->env;
     s->policy.dirs = s->dirs;

@@ -4,7 +4,12 @@
 # instrumented: coverage for libFuzzer, AddressSanitizer (+ LeakSanitizer)
 # and UndefinedBehaviorSanitizer, which aborts on the first report. Also
 # builds tests/fuzz/fuzz_sni.c + src/net/sni.c (the TLS ClientHello SNI
-# parser, issue 5) into build/fuzz/fuzz_sni the same way.
+# parser, issue 5) into build/fuzz/fuzz_sni the same way, and
+# tests/fuzz/fuzz_http_head.c + src/net/http_head.c (request heads, the
+# rewrite for the origin, chunked bodies; issue 5) into
+# build/fuzz/fuzz_http_head, and tests/fuzz/fuzz_policy_file.c +
+# src/cli/policy_file.c (the exec --policy JSON file) into
+# build/fuzz/fuzz_policy_file.
 #
 #   tests/fuzz/build.sh            (CC=clang-14 by default)
 set -euo pipefail
@@ -42,3 +47,30 @@ for src in src/net/sni.c tests/fuzz/fuzz_sni.c; do
 done
 "$CC" "${CFLAGS[@]}" -fsanitize=fuzzer -o "$OUT/fuzz_sni" "${sni_objs[@]}"
 echo "built $OUT/fuzz_sni" >&2
+
+# fuzz_http_head: only http_head.c is needed (pure, libc only)
+hh_objs=()
+for src in src/net/http_head.c tests/fuzz/fuzz_http_head.c; do
+    obj=$OBJ/$(basename "${src%.c}").o
+    if [ ! -f "$obj" ] || [ -n "$(find "$src" src/net/net.h -newer "$obj" 2>/dev/null | head -n 1)" ]; then
+        "$CC" "${CFLAGS[@]}" -Isrc/net -Iinclude -fsanitize=fuzzer-no-link -c "$src" -o "$obj"
+    fi
+    hh_objs+=("$obj")
+done
+"$CC" "${CFLAGS[@]}" -fsanitize=fuzzer -o "$OUT/fuzz_http_head" "${hh_objs[@]}"
+echo "built $OUT/fuzz_http_head" >&2
+
+# fuzz_policy_file: the `airlock exec --policy` JSON parser (src/cli/policy_file.c,
+# issue 5) with units.c for the value parsers it shares with the flags; jansson
+# itself is the system's (not instrumented). Objects are prefixed "cli_" so they
+# cannot collide with the engine's.
+pf_objs=()
+for src in src/cli/policy_file.c src/cli/units.c tests/fuzz/fuzz_policy_file.c; do
+    obj=$OBJ/cli_$(basename "${src%.c}").o
+    if [ ! -f "$obj" ] || [ -n "$(find "$src" src/cli/policy_file.h src/cli/run.h src/cli/cli.h include/airlock.h -newer "$obj" 2>/dev/null | head -n 1)" ]; then
+        "$CC" "${CFLAGS[@]}" -Isrc/cli -Iinclude -fsanitize=fuzzer-no-link -c "$src" -o "$obj"
+    fi
+    pf_objs+=("$obj")
+done
+"$CC" "${CFLAGS[@]}" -fsanitize=fuzzer -o "$OUT/fuzz_policy_file" "${pf_objs[@]}" -ljansson
+echo "built $OUT/fuzz_policy_file" >&2

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # short.sh — a short libFuzzer run of tests/fuzz/fuzz_module.c, then of
-# tests/fuzz/fuzz_sni.c (the TLS SNI parser, issue 5).
+# tests/fuzz/fuzz_sni.c (the TLS SNI parser, issue 5) and of
+# tests/fuzz/fuzz_http_head.c (HTTP request heads and chunked bodies, issue 5).
 #
-#   tests/fuzz/short.sh [SECONDS [SNI_SECONDS]]     (defaults 30 and 5)
+#   tests/fuzz/short.sh [SECONDS [SNI_SECONDS [HTTP_SECONDS]]]   (defaults 30, 5 and 5)
 #
 # Builds build/fuzz/fuzz_module (tests/fuzz/build.sh), makes a seed corpus
 # from the spec test suite's modules — build/spec/*/*.wasm when the spec
@@ -14,19 +15,24 @@
 # is kept in build/fuzz/short.log. fuzz_sni then runs for SNI_SECONDS from
 # seeds made by python3's ssl module (real ClientHellos, no network), with
 # its corpus in build/fuzz/sni-corpus and its log in build/fuzz/short-sni.log.
-# The last line is the usual summary, one test per target: "2 passed,
+# fuzz_http_head runs for HTTP_SECONDS from a few hand-written requests and
+# chunked bodies (build/fuzz/http-seeds) with a dictionary of HTTP tokens
+# (build/fuzz/http_head.dict), its corpus in build/fuzz/http-corpus and its
+# log in build/fuzz/short-http.log.
+# The last line is the usual summary, one test per target: "3 passed,
 # 0 failed" when nothing crashed.
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$ROOT"
 SECONDS_TO_RUN=${1:-30}
 SNI_SECONDS=${2:-5}
+HTTP_SECONDS=${3:-5}
 OUT=build/fuzz
 TESTSUITE=${WASM_TESTSUITE:-$ROOT/../shared/wasm-testsuite}
 
 if ! tests/fuzz/build.sh; then
     echo "fuzz targets failed to build"
-    echo "0 passed, 2 failed"
+    echo "0 passed, 3 failed"
     exit 1
 fi
 
@@ -99,6 +105,52 @@ else
     failed=$((failed + 1))
     echo "fuzz_sni found a problem (exit $status); log: $OUT/short-sni.log" >&2
     grep -E 'ERROR|SUMMARY|runtime error|fuzz_sni:|Test unit written' "$OUT/short-sni.log" | head -n 20 >&2
+fi
+
+# ---- fuzz_http_head ----
+http_seeds=$OUT/http-seeds
+mkdir -p "$http_seeds" "$OUT/http-corpus"
+if [ -z "$(ls -A "$http_seeds")" ]; then
+    printf 'GET http://example.com/a?b=1 HTTP/1.1\r\nHost: example.com\r\nUser-Agent: curl/7.88.1\r\nAccept: */*\r\nProxy-Connection: Keep-Alive\r\n\r\n' >"$http_seeds/get"
+    printf 'POST http://[::1]:8080/x HTTP/1.1\r\nHost: [::1]:8080\r\nContent-Length: 5\r\nConnection: X-A, close\r\nX-A: 1\r\nAuthorization: Basic eDp5\r\n\r\nhello' >"$http_seeds/post"
+    printf 'POST http://api.example.com/ HTTP/1.1\r\nHost: api.example.com\r\nTransfer-Encoding: chunked\r\nTrailer: X-Sum\r\n\r\n5;e=1\r\nhello\r\nA\r\n0123456789\r\n0\r\nX-Sum: 1\r\n\r\nGET http://b/ HTTP/1.1\r\n\r\n' >"$http_seeds/chunked"
+    printf 'CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\nProxy-Authorization: Basic eDp5\r\n\r\n\x16\x03\x01' >"$http_seeds/connect"
+    printf 'GET http://192.0.2.1?q HTTP/1.0\r\n\r\n' >"$http_seeds/http10"
+    printf '4\r\nWiki\r\n5\r\npedia\r\n0\r\n\r\n' >"$http_seeds/body"
+fi
+cat >"$OUT/http_head.dict" <<'DICT'
+"\x0d\x0a"
+"\x0d\x0a\x0d\x0a"
+"GET "
+"CONNECT "
+"http://"
+"HTTP/1.1"
+"HTTP/1.0"
+"Host:"
+"Content-Length:"
+"Transfer-Encoding:"
+"chunked"
+"Connection:"
+"Proxy-"
+"Keep-Alive"
+"Upgrade"
+":443"
+"[::1]"
+";ext="
+"0\x0d\x0a\x0d\x0a"
+DICT
+echo "fuzz_http_head: $(ls "$http_seeds" | wc -l) seeds; fuzzing for ${HTTP_SECONDS}s" >&2
+"$OUT/fuzz_http_head" -max_total_time="$HTTP_SECONDS" -timeout=10 -rss_limit_mb=2560 \
+    -max_len=20000 -dict="$OUT/http_head.dict" -artifact_prefix="$OUT/artifacts/http-" \
+    -print_final_stats=1 "$OUT/http-corpus" "$http_seeds" >"$OUT/short-http.log" 2>&1
+status=$?
+grep -E '^(#[0-9]+[[:space:]]+DONE|stat::number_of_executed_units)' "$OUT/short-http.log" | tail -n 2 >&2
+if [ $status -eq 0 ]; then
+    passed=$((passed + 1))
+else
+    failed=$((failed + 1))
+    echo "fuzz_http_head found a problem (exit $status); log: $OUT/short-http.log" >&2
+    grep -E 'ERROR|SUMMARY|runtime error|fuzz_http_head:|Test unit written' "$OUT/short-http.log" | head -n 20 >&2
 fi
 echo "$passed passed, $failed failed"
 [ $failed -eq 0 ]

@@ -15,10 +15,14 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <ifaddrs.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "net.h"
 
@@ -560,6 +564,197 @@ static void test_bad_inputs(void **state) {
     egress_policy_free(&p);
 }
 
+
+/* ---- config.c, relay.c, netns.c ------------------------------------------------ */
+
+static al_egress base_egress(void) {
+    al_policy p;
+    al_policy_init(&p);
+    return p.egress;
+}
+
+static void test_config_good(void **state) {
+    (void)state;
+    static const char *const allow[] = {"Example.COM.", "*.api.test"};
+    static const char *const ips[] = {"127.0.0.2/32"};
+    static const uint16_t ports[] = {8080};
+    static const al_header_grant headers[] = {{"*.api.test", "Authorization", "Bearer s3cret"},
+                                              {"example.com", "X-Key", "k"}};
+    static const al_host_entry hosts[] = {{"Good.Test", "127.0.0.2"}, {"six.test", "[::1]"}};
+    al_egress e = base_egress();
+    e.allow_domains = allow;
+    e.nallow_domains = 2;
+    e.allow_ips = ips;
+    e.nallow_ips = 1;
+    e.allow_ports = ports;
+    e.nallow_ports = 1;
+    e.headers = headers;
+    e.nheaders = 2;
+    e.hosts = hosts;
+    e.nhosts = 2;
+    e.max_connections = 0; /* 0: the default */
+    e.idle_timeout_ms = 0;
+    assert_true(egress_enabled(&e));
+    egress_config c;
+    al_error err;
+    assert_true(egress_config_from_policy(&e, "al-1-2-3", &c, &err));
+    assert_string_equal(c.execution_id, "al-1-2-3");
+    assert_int_equal(c.max_connections, EGRESS_DEFAULT_MAX_CONNECTIONS);
+    assert_int_equal(c.idle_timeout_ms, EGRESS_DEFAULT_IDLE_TIMEOUT_MS);
+    assert_int_equal(c.max_bytes_per_connection, UINT64_C(64) << 20);
+    assert_int_equal(egress_check_name(&c.policy, "example.com", 80), EGRESS_ALLOW);
+    assert_int_equal(egress_check_name(&c.policy, "x.api.test", 8080), EGRESS_ALLOW);
+    assert_int_equal(egress_check_name(&c.policy, "x.api.test", 8081), EGRESS_DENY_PORT);
+    http_added_header out[4];
+    assert_int_equal(egress_headers_for(&c, "v1.api.test", out, 4), 1);
+    assert_string_equal(out[0].name, "Authorization");
+    assert_string_equal(out[0].value, "Bearer s3cret");
+    assert_int_equal(egress_headers_for(&c, "api.test", out, 4), 0); /* wildcard: not the apex */
+    assert_int_equal(egress_headers_for(&c, "example.com", out, 4), 1);
+    const egress_host_entry *h = egress_host_lookup(&c, "good.test");
+    assert_non_null(h);
+    assert_int_equal(h->addr.ss_family, AF_INET);
+    h = egress_host_lookup(&c, "six.test");
+    assert_non_null(h);
+    assert_int_equal(h->addr.ss_family, AF_INET6);
+    assert_null(egress_host_lookup(&c, "other.test"));
+    assert_true(c.log_fd < 0);
+    egress_config_free(&c);
+    egress_config_free(&c); /* twice is harmless */
+}
+
+static void expect_refused(al_egress e, const char *needle) {
+    egress_config c;
+    al_error err;
+    assert_false(egress_config_from_policy(&e, "id", &c, &err));
+    assert_int_equal(err.kind, AL_ERR_ARGUMENT);
+    if (!strstr(err.message, needle)) fail_msg("'%s' not in '%s'", needle, err.message);
+    assert_null(c.headers);
+    assert_int_equal(c.log_fd, -1);
+}
+
+static void test_config_refusals(void **state) {
+    (void)state;
+    static const char *const allow[] = {"ok.test"};
+    static const char *const bad_domain[] = {"bad domain.test"};
+    static const char *const bad_ip[] = {"10.0.0.0/33"};
+    static const al_header_grant crlf[] = {{"ok.test", "X-A", "v\r\nX-Injected: 1"}};
+    static const al_header_grant bad_name[] = {{"ok.test", "X A", "v"}};
+    static const al_header_grant bad_grant_domain[] = {{"*", "X-A", "v"}};
+    static const al_host_entry bad_addr[] = {{"ok.test", "not-an-ip"}};
+    static const al_host_entry bad_host[] = {{"-bad.test", "127.0.0.1"}};
+    static const uint16_t zero_port[] = {0};
+    al_egress e = base_egress();
+    e.allow_domains = bad_domain;
+    e.nallow_domains = 1;
+    expect_refused(e, "egress.allow_domains[0]");
+    e.allow_domains = allow;
+    e.allow_ips = bad_ip;
+    e.nallow_ips = 1;
+    expect_refused(e, "egress.allow_ips[0]");
+    e.nallow_ips = 0;
+    e.headers = crlf;
+    e.nheaders = 1;
+    expect_refused(e, "control characters");
+    e.headers = bad_name;
+    expect_refused(e, "not a header name");
+    e.headers = bad_grant_domain;
+    expect_refused(e, "egress.headers[0]");
+    e.nheaders = 0;
+    e.hosts = bad_addr;
+    e.nhosts = 1;
+    expect_refused(e, "not an IPv4 or IPv6 address");
+    e.hosts = bad_host;
+    expect_refused(e, "egress.hosts[0]");
+    e.nhosts = 0;
+    e.allow_ports = zero_port;
+    e.nallow_ports = 1;
+    expect_refused(e, "port 0");
+}
+
+static void test_config_log_file(void **state) {
+    (void)state;
+    char dir[] = "/tmp/airlock-egress-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char path[128];
+    snprintf(path, sizeof path, "%s/log.jsonl", dir);
+    static const char *const allow[] = {"ok.test"};
+    al_egress e = base_egress();
+    e.allow_domains = allow;
+    e.nallow_domains = 1;
+    e.log_path = path;
+    egress_config c;
+    al_error err;
+    assert_true(egress_config_from_policy(&e, "id", &c, &err));
+    assert_true(c.log_fd >= 0);
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0600);
+    egress_config_free(&c);
+    unlink(path);
+    snprintf(path, sizeof path, "%s/missing/log.jsonl", dir);
+    assert_false(egress_config_from_policy(&e, "id", &c, &err));
+    assert_int_equal(err.kind, AL_ERR_SYSTEM);
+    rmdir(dir);
+}
+
+static void test_enabled_and_env(void **state) {
+    (void)state;
+    al_egress e = base_egress();
+    assert_false(egress_enabled(&e));
+    static const char *const deny[] = {"x.test"};
+    e.deny_domains = deny;
+    e.ndeny_domains = 1;
+    assert_false(egress_enabled(&e)); /* deny rules alone grant nothing */
+    static const char *const ips[] = {"192.0.2.0/24"};
+    e.allow_ips = ips;
+    e.nallow_ips = 1;
+    assert_true(egress_enabled(&e));
+    size_t n = 0;
+    while (egress_proxy_env[n]) {
+        assert_non_null(strstr(egress_proxy_env[n], "=http://127.0.0.1:3128"));
+        n++;
+    }
+    assert_int_equal(n, 4);
+}
+
+static void test_listen_inside(void **state) {
+    (void)state;
+    int fd = egress_listen_inside(0); /* any free port: the host's loopback here */
+    assert_true(fd >= 0);
+    struct sockaddr_in sa;
+    socklen_t len = sizeof sa;
+    assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &len), 0);
+    assert_int_equal(ntohl(sa.sin_addr.s_addr), INADDR_LOOPBACK);
+    assert_true(fcntl(fd, F_GETFD) & FD_CLOEXEC);
+    close(fd);
+}
+
+/* As root: the holder's namespace has its own loopback with the listener
+ * on 3128, and closing lets the holder go (reaped, nothing left). */
+static void test_netns_holder(void **state) {
+    (void)state;
+    if (geteuid() != 0) skip();
+    egress_netns ns;
+    int listen_fd;
+    al_error err;
+    assert_true(egress_netns_open(&ns, &listen_fd, &err));
+    assert_true(listen_fd >= 0);
+    struct sockaddr_in sa;
+    socklen_t len = sizeof sa;
+    assert_int_equal(getsockname(listen_fd, (struct sockaddr *)&sa, &len), 0);
+    assert_int_equal(ntohs(sa.sin_port), EGRESS_PROXY_PORT);
+    struct stat ours, theirs;
+    assert_int_equal(stat("/proc/self/ns/net", &ours), 0);
+    assert_int_equal(stat(ns.path, &theirs), 0);
+    assert_true(ours.st_ino != theirs.st_ino); /* a different namespace */
+    pid_t pid = ns.pid;
+    close(listen_fd);
+    egress_netns_close(&ns);
+    assert_int_equal(kill(pid, 0), -1); /* reaped: the pid no longer exists */
+    assert_int_equal(ns.pidfd, -1);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_init_free),
@@ -578,6 +773,12 @@ int main(void) {
         cmocka_unit_test(test_allow_ips_override),
         cmocka_unit_test(test_host_addresses),
         cmocka_unit_test(test_bad_inputs),
+        cmocka_unit_test(test_config_good),
+        cmocka_unit_test(test_config_refusals),
+        cmocka_unit_test(test_config_log_file),
+        cmocka_unit_test(test_enabled_and_env),
+        cmocka_unit_test(test_listen_inside),
+        cmocka_unit_test(test_netns_holder),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -119,6 +119,7 @@ typedef struct gvisor_one {
     native_cgroup cg;
     bool have_bundle, have_cgroup;
     gvisor_client client;     /* `runsc run` and its reaper */
+    gvisor_egress egress;     /* the proxy and the namespace runsc joins, if granted */
 } gvisor_one;
 
 /* stop(): end the container's init, which ends the sandbox. If runsc cannot
@@ -148,7 +149,10 @@ static bool run_prepare(gvisor_one *one, const al_policy *p, al_error *err) {
     if (!gvisor_rootfs_ensure(one->ctx.state, rootfs, sizeof rootfs, err)) return false;
     if (!gvisor_bundle_create(&one->ctx, &one->bundle, err)) return false;
     one->have_bundle = true;
-    if (!gvisor_write_config(one->bundle.dir, rootfs, p, NULL, 0, err)) return false;
+    if (!gvisor_egress_start(&one->egress, &one->ctx, p, one->bundle.id, err)) return false;
+    if (!gvisor_write_config(one->bundle.dir, rootfs, p, NULL, 0, gvisor_egress_netns(&one->egress),
+                             err))
+        return false;
     if (!gvisor_cgroup_create(&one->cg, &one->bundle, p, err)) return false;
     one->have_cgroup = true;
     return true;
@@ -222,6 +226,7 @@ bool gvisor_run(const al_policy *policy, al_result *result) {
     if (ok) ok = run_watch(&one, policy, &w, &logs, &err);
     if (!ok) {
         run_teardown(&one);
+        gvisor_egress_stop(&one.egress, result);
         sandbox_set_status(result, err.kind == AL_ERR_UNSUPPORTED ? AL_STATUS_UNSUPPORTED
                                                                   : AL_STATUS_ERROR,
                            err.kind, "%s", err.message);
@@ -234,5 +239,6 @@ bool gvisor_run(const al_policy *policy, al_result *result) {
     if (one.have_cgroup) cgroup_read_stats(&one.cg, &stats);
     run_teardown(&one);
     gvisor_fill_result(result, &w, status, why, &stats);
+    gvisor_egress_stop(&one.egress, result);
     return true;
 }

@@ -91,6 +91,8 @@ typedef struct gvisor_ctx {
     char runsc[PATH_MAX];     /* the runsc binary */
     char root[PATH_MAX];      /* <state>/runsc, runsc's --root */
     char platform[GVISOR_PLATFORM_MAX];
+    bool network_host;        /* --network=host: the sandbox joins the egress network
+                                 namespace named in config.json (else --network=none) */
 } gvisor_ctx;
 
 /* One bundle directory and the container id it belongs to. */
@@ -213,12 +215,36 @@ extern const char *const gvisor_top_dirs[];
  * the same symlink), 2 a real directory (bind-mounted read-only). */
 int gvisor_top_dir_kind(const char *name);
 
+/* ---- egress.c ---------------------------------------------------------------- */
+/* A sandbox's egress (issue 5): the proxy for this execution and the network
+ * namespace (loopback + the proxy's listener) runsc joins with
+ * --network=host. Empty when the policy grants no network. */
+typedef struct gvisor_egress {
+    struct egress_gateway *gateway;
+    struct egress_netns *netns;
+} gvisor_egress;
+/* Start both (sets ctx->network_host) when the policy grants egress. */
+bool gvisor_egress_start(gvisor_egress *e, gvisor_ctx *ctx, const al_policy *p, const char *id,
+                         al_error *err);
+/* The proxy's counters so far (zero without egress). */
+typedef struct gvisor_egress_stats {
+    uint32_t allowed, denied;
+    uint64_t bytes;
+} gvisor_egress_stats;
+void gvisor_egress_read(const gvisor_egress *e, gvisor_egress_stats *out);
+/* The namespace's path for config.json, or NULL. */
+const char *gvisor_egress_netns(const gvisor_egress *e);
+/* After the sandbox is gone: stop the proxy (counters into result, may be
+ * NULL) and let the namespace go. */
+void gvisor_egress_stop(gvisor_egress *e, al_result *result);
+
 /* ---- oci.c ------------------------------------------------------------------- */
 /* The guest working directory: policy->cwd, else the first grant, else /tmp. */
 const char *gvisor_guest_cwd(const al_policy *p);
 /* <bundle>/config.json: the container runs argv (policy->argv when NULL). */
 bool gvisor_write_config(const char *bundle_dir, const char *rootfs, const al_policy *p,
-                         const char *const *argv, size_t argc, al_error *err);
+                         const char *const *argv, size_t argc, const char *netns_path,
+                         al_error *err);
 /* A process.json for `runsc exec --process`: policy argv, env, cwd. */
 bool gvisor_write_process(const char *path, const al_policy *p, const char *const *argv,
                           size_t argc, al_error *err);

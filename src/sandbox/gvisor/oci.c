@@ -16,7 +16,10 @@
  *    the host's /usr (and /etc/ld.so.cache, /etc/alternatives, /etc/ssl/certs
  *    when present) read-only, and the granted directories ro or rw;
  *  - namespaces: pid, network, ipc, uts, mount. No devices, no network
- *    (runsc runs with --network=none: loopback only inside);
+ *    (runsc runs with --network=none: loopback only inside) unless the
+ *    policy grants egress: then the network namespace is the egress one
+ *    (netns.c: loopback and the proxy's listener) and runsc runs with
+ *    --network=host inside it;
  *  - linux.seccomp: the native backend's deny-list (native/seccomp.c), which
  *    the sentry enforces on the program inside gVisor (runsc --oci-seccomp;
  *    see seccomp_json for what this runsc honours and what it does not).
@@ -34,6 +37,7 @@
 #include <sys/stat.h>
 
 #include "gvisor.h"
+#include "net.h"
 
 #define DEFAULT_PATH "PATH=/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin"
 #define DEFAULT_OPEN_FILES 256
@@ -79,6 +83,8 @@ static json_t *env_json(const al_policy *p, bool *ok) {
     if (!env_has(p, "PATH")) append(env, json_string(DEFAULT_PATH), ok);
     if (!env_has(p, "HOME")) append(env, json_string("HOME=/tmp"), ok);
     if (!env_has(p, "LANG")) append(env, json_string("LANG=C.UTF-8"), ok);
+    if (egress_enabled(&p->egress))
+        for (size_t i = 0; egress_proxy_env[i]; i++) append(env, json_string(egress_proxy_env[i]), ok);
     return env;
 }
 
@@ -428,9 +434,13 @@ static json_t *seccomp_json(bool *ok) {
     return s;
 }
 
-static json_t *linux_json(bool *ok) {
-    json_t *l = json_pack("{s:[{s:s}, {s:s}, {s:s}, {s:s}, {s:s}]}", "namespaces", "type", "pid",
-                          "type", "network", "type", "ipc", "type", "uts", "type", "mount");
+/* netns_path: the egress namespace to join (runsc --network=host); NULL:
+ * a new, empty one. */
+static json_t *linux_json(const char *netns_path, bool *ok) {
+    json_t *network = netns_path ? json_pack("{s:s, s:s}", "type", "network", "path", netns_path)
+                                 : json_pack("{s:s}", "type", "network");
+    json_t *l = json_pack("{s:[{s:s}, o, {s:s}, {s:s}, {s:s}]}", "namespaces", "type", "pid",
+                          network, "type", "ipc", "type", "uts", "type", "mount");
     if (!l) {
         *ok = false;
         return NULL;
@@ -450,7 +460,8 @@ static bool dump(json_t *root, const char *path, al_error *err) {
 }
 
 bool gvisor_write_config(const char *bundle_dir, const char *rootfs, const al_policy *p,
-                         const char *const *argv, size_t argc, al_error *err) {
+                         const char *const *argv, size_t argc, const char *netns_path,
+                         al_error *err) {
     bool ok = true;
     if (!argv) {
         argv = p->argv;
@@ -466,7 +477,7 @@ bool gvisor_write_config(const char *bundle_dir, const char *rootfs, const al_po
         return false;
     }
     set(root, "mounts", mounts, &ok);
-    set(root, "linux", linux_json(&ok), &ok);
+    set(root, "linux", linux_json(netns_path, &ok), &ok);
     char path[PATH_MAX];
     snprintf(path, sizeof path, "%s/config.json", bundle_dir);
     bool written = ok ? dump(root, path, err)

@@ -200,7 +200,10 @@ bool gvisor_argv(const gvisor_ctx *ctx, const gvisor_logs *logs, const char *con
     argv[n++] = ctx->root;
     argv[n++] = "--platform";
     argv[n++] = ctx->platform;
-    argv[n++] = "--network=none";
+    /* host: runsc's sandbox joins the namespace config.json names, the
+     * egress one (loopback + the proxy's listener, netns.c), and the guest's
+     * sockets are that namespace's, with no netstack of gVisor's between. */
+    argv[n++] = ctx->network_host ? "--network=host" : "--network=none";
     /* runsc's own cgroup handling would move the sandbox out of ours: with
      * no cgroupsPath it makes "/<container id>" at the root of every
      * hierarchy (escaping airlock's cgroup and its limits). The sandbox must

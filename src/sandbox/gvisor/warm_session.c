@@ -54,6 +54,7 @@ struct gvisor_sandbox {
     char dead_reason[160];
     unsigned execs;           /* numbers the per-exec files in the bundle */
     uint64_t oom_base;        /* OOM kills seen before the current execution */
+    gvisor_egress egress;     /* the session's proxy and network namespace, if granted */
 };
 
 static const char *const idle_init[] = {"/bin/sh", "-c",
@@ -75,6 +76,7 @@ static void mark_dead(gvisor_sandbox *sb, const char *why) {
 
 static void session_free(gvisor_sandbox *sb) {
     if (!sb->dead) sandbox_end(sb);
+    gvisor_egress_stop(&sb->egress, NULL);
     gvisor_bundle_remove(&sb->bundle);
     free(sb);
 }
@@ -159,7 +161,9 @@ gvisor_sandbox *gvisor_session_open(const al_policy *policy, al_error *err) {
         free(sb);
         return NULL;
     }
-    bool ok = gvisor_write_config(sb->bundle.dir, rootfs, policy, idle_init, 3, err) &&
+    bool ok = gvisor_egress_start(&sb->egress, &sb->ctx, policy, sb->bundle.id, err) &&
+              gvisor_write_config(sb->bundle.dir, rootfs, policy, idle_init, 3,
+                                  gvisor_egress_netns(&sb->egress), err) &&
               gvisor_cgroup_create(&sb->cg, &sb->bundle, policy, err);
     sb->have_cgroup = ok;
     ok = ok && session_create(sb, err);
@@ -352,7 +356,16 @@ bool gvisor_session_exec(gvisor_sandbox *sb, const al_policy *request, al_result
         return true;
     }
     al_error err = {0};
-    if (!exec_one(sb, request, result, &err))
+    gvisor_egress_stats before, after;
+    gvisor_egress_read(&sb->egress, &before);
+    bool ran = exec_one(sb, request, result, &err);
+    /* The session's proxy counts for the whole session: this execution's
+     * share is what changed while it ran. */
+    gvisor_egress_read(&sb->egress, &after);
+    result->egress_allowed = after.allowed - before.allowed;
+    result->egress_denied = after.denied - before.denied;
+    result->egress_bytes = after.bytes - before.bytes;
+    if (!ran)
         sandbox_set_status(result, AL_STATUS_ERROR, err.kind, "%s", err.message);
     else if (sb->dead && result->status != AL_STATUS_MEMORY_LIMIT) {
         /* Say so alongside the execution's own status. */

@@ -19,30 +19,10 @@
 #include <unistd.h>
 
 #include "native.h"
+#include "net.h"
 
 bool native_send(int control_fd, const native_msg *msg, int fd) {
-    struct iovec iov = {.iov_base = (void *)msg, .iov_len = sizeof *msg};
-    union {
-        struct cmsghdr align;
-        char buf[CMSG_SPACE(sizeof(int))];
-    } control;
-    memset(&control, 0, sizeof control);
-    struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
-    if (fd >= 0) {
-        mh.msg_control = control.buf;
-        mh.msg_controllen = sizeof control.buf;
-        struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-        c->cmsg_level = SOL_SOCKET;
-        c->cmsg_type = SCM_RIGHTS;
-        c->cmsg_len = CMSG_LEN(sizeof(int));
-        memcpy(CMSG_DATA(c), &fd, sizeof fd);
-    }
-    for (;;) {
-        ssize_t n = sendmsg(control_fd, &mh, MSG_NOSIGNAL);
-        if (n == (ssize_t)sizeof *msg) return true;
-        if (n < 0 && errno == EINTR) continue;
-        return false;
-    }
+    return fdpass_send(control_fd, msg, sizeof *msg, fd);
 }
 
 _Noreturn void native_child_fail(int control_fd, const char *step) {

@@ -63,6 +63,7 @@
 #include <unistd.h>
 
 #include "native.h"
+#include "net.h"
 
 #define INIT_MAX_KEEP (NATIVE_MAX_GRANTS + 8)
 
@@ -286,17 +287,23 @@ static void tie_to_parent(const native_plan *plan) {
         native_child_fail(plan->control_fd, "prctl DUMPABLE");
 }
 
+/* The proxy's door into this network namespace, made before the program
+ * exists so that the program cannot take the port first and pose as the
+ * proxy. Init keeps no copy: the parent serves it. */
+static void send_egress_listener(const native_plan *plan) {
+    int fd = egress_listen_inside(EGRESS_PROXY_PORT);
+    if (fd < 0) native_child_fail(plan->control_fd, "listen on 127.0.0.1:3128 (egress)");
+    native_msg msg;
+    memset(&msg, 0, sizeof msg);
+    msg.kind = NATIVE_MSG_EGRESS_LISTENER;
+    if (!native_send(plan->control_fd, &msg, fd))
+        native_child_fail(plan->control_fd, "send the egress listener");
+    close(fd);
+}
+
 /* The network namespace starts with lo down; programs expect 127.0.0.1. */
 static void loopback_up(const native_plan *plan) {
-    int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    if (s < 0) native_child_fail(plan->control_fd, "socket for loopback");
-    struct ifreq ifr;
-    memset(&ifr, 0, sizeof ifr);
-    memcpy(ifr.ifr_name, "lo", 3);
-    if (ioctl(s, SIOCGIFFLAGS, &ifr) < 0) native_child_fail(plan->control_fd, "SIOCGIFFLAGS lo");
-    ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
-    if (ioctl(s, SIOCSIFFLAGS, &ifr) < 0) native_child_fail(plan->control_fd, "SIOCSIFFLAGS lo");
-    close(s);
+    if (egress_loopback_up() < 0) native_child_fail(plan->control_fd, "bring up lo");
 }
 
 /* Re-open a grant fd by its path inside this mount namespace, as the guest,
@@ -547,6 +554,7 @@ int native_init_main(native_plan *plan) {
     int ctl = plan->control_fd;
     if (sethostname("airlock", 7) < 0) native_child_fail(ctl, "sethostname");
     loopback_up(plan);
+    if (plan->egress_listener) send_egress_listener(plan);
     localise_grants(plan);
     const char *step = "mount the new root";
     if (!mount_build_root(plan, &step)) native_child_fail(ctl, step);

@@ -60,6 +60,7 @@
 #include <unistd.h>
 
 #include "native.h"
+#include "net.h"
 
 /* The new root's tmpfs is mounted on this host directory, inside init's
  * private mount namespace only. It must exist on every host, be searchable
@@ -92,6 +93,7 @@ typedef struct native_run_ctx {
     bool cg_have_snap;
     int cg_dir;                   /* v2: the cgroup for CLONE_INTO_CGROUP, -1: none */
     bool cg_joined_at_clone;      /* v2: clone3 put init into the cgroup */
+    egress_gateway *egress;       /* NULL: the policy grants no network */
     native_cgroup_stats stats;
     bool stats_read;              /* stats are final (see read_final_stats) */
     sandbox_capture out, err;
@@ -130,7 +132,7 @@ static bool build_argv_envp(native_run_ctx *ctx) {
         return false;
     }
     ctx->argv = calloc(p->argc + 1, sizeof *ctx->argv);
-    ctx->envp = calloc(p->nenv + 4, sizeof *ctx->envp);
+    ctx->envp = calloc(p->nenv + 4 + 4, sizeof *ctx->envp); /* + defaults + proxy */
     if (!ctx->argv || !ctx->envp) {
         sandbox_set_status(ctx->result, AL_STATUS_ERROR, AL_ERR_NOMEM, "native: out of memory");
         return false;
@@ -141,6 +143,12 @@ static bool build_argv_envp(native_run_ctx *ctx) {
     if (!env_sets(p, "PATH")) ctx->envp[n++] = (char *)NATIVE_DEFAULT_PATH;
     if (!env_sets(p, "HOME")) ctx->envp[n++] = (char *)NATIVE_DEFAULT_HOME;
     if (!env_sets(p, "LANG")) ctx->envp[n++] = (char *)NATIVE_DEFAULT_LANG;
+    /* After the policy's own: where a name repeats, getenv takes the first,
+     * and a policy that set HTTP_PROXY itself wants its value (it can only
+     * ever reach the same listener). */
+    if (egress_enabled(&p->egress))
+        for (size_t i = 0; egress_proxy_env[i] && i < 4; i++)
+            ctx->envp[n++] = (char *)egress_proxy_env[i];
     ctx->plan.argv = ctx->argv;
     ctx->plan.envp = ctx->envp;
     return true;
@@ -573,6 +581,20 @@ static void take_message(native_run_ctx *ctx, const native_msg *msg, int *fds, s
             ctx->exec_errno = msg->err;
         }
         break;
+    case NATIVE_MSG_EGRESS_LISTENER:
+        if (ctx->egress && nfds == 1) {
+            al_error err;
+            int fd = fds[0];
+            fds[0] = -1; /* the gateway owns it, whatever happens */
+            if (!egress_gateway_attach(ctx->egress, fd, &err) && !ctx->got_error) {
+                ctx->got_error = true;
+                ctx->error_msg.err = errno;
+                snprintf(ctx->error_msg.step, sizeof ctx->error_msg.step,
+                         "start the egress relay");
+                kill_init(ctx);
+            }
+        }
+        break;
     case NATIVE_MSG_EXIT:
         if (!ctx->got_exit) {
             ctx->got_exit = true;
@@ -887,11 +909,30 @@ static native_run_ctx *ctx_new(const al_policy *policy, al_result *result) {
     return ctx;
 }
 
+/* The proxy runs before the sandbox exists, so the guest's first
+ * connection finds it; it is named after the execution (cg_name). */
+static bool start_egress(native_run_ctx *ctx) {
+    if (!egress_enabled(&ctx->policy->egress)) return true;
+    char state[PATH_MAX];
+    al_error err;
+    if (!sandbox_state_dir(ctx->policy->state_dir, state, sizeof state, &err) ||
+        !egress_gateway_start(ctx->policy, ctx->cg_name, state, &ctx->egress, &err)) {
+        ctx->result->status = AL_STATUS_ERROR;
+        ctx->result->error = err;
+        return false;
+    }
+    ctx->plan.egress_listener = true;
+    return true;
+}
+
 static void ctx_release(native_run_ctx *ctx) {
     if (ctx->pid > 0 && !ctx->reaped) {
         kill_init(ctx);
         reap_init(ctx);
     }
+    /* after init is gone: the program can open no new connection */
+    egress_gateway_stop(ctx->egress, ctx->result);
+    ctx->egress = NULL;
     if (ctx->cg_made) cgroup_destroy(&ctx->cg);
     if (ctx->cg_have_snap) cgroup_snapshot_free(&ctx->cg_snap);
     close_child_ends(ctx);
@@ -919,7 +960,7 @@ bool native_run(const al_policy *policy, al_result *result) {
     }
     if (build_argv_envp(ctx) && build_grants(ctx)) {
         build_identity_and_limits(ctx);
-        if (open_channels(ctx) && make_cgroup_early(ctx) && start_init(ctx) &&
+        if (open_channels(ctx) && make_cgroup_early(ctx) && start_egress(ctx) && start_init(ctx) &&
             make_cgroup_late(ctx) && send_seccomp(ctx)) {
             event_loop(ctx);
             reap_init(ctx);

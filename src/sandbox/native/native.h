@@ -115,6 +115,9 @@ typedef struct native_plan {
                                  (compiled by the parent from seccomp_notify)
                                  here from sync_fd; len 0 until then */
     int landlock_abi;         /* 0: skip Landlock */
+    bool egress_listener;     /* init listens on 127.0.0.1:EGRESS_PROXY_PORT in the
+                                 sandbox's network namespace and sends the socket
+                                 to the parent (NATIVE_MSG_EGRESS_LISTENER) */
 } native_plan;
 
 /* ---- the sync protocol: parent -> child over plan.sync_fd ------------------
@@ -144,6 +147,7 @@ typedef enum native_msg_kind {
     NATIVE_MSG_NOTIFY_FD,     /* the seccomp listener fd rides along (SCM_RIGHTS) */
     NATIVE_MSG_EXEC_FAILED,   /* execve of the program failed: errno */
     NATIVE_MSG_EXIT,          /* the program ended: wait_status */
+    NATIVE_MSG_EGRESS_LISTENER, /* the egress listener rides along (SCM_RIGHTS) */
 } native_msg_kind;
 
 typedef struct native_msg {
