@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # short.sh — a short libFuzzer run of tests/fuzz/fuzz_module.c, then of
 # tests/fuzz/fuzz_sni.c (the TLS SNI parser, issue 5) and of
-# tests/fuzz/fuzz_http_head.c (HTTP request heads and chunked bodies, issue 5).
+# tests/fuzz/fuzz_http_head.c (HTTP request heads and chunked bodies, issue 5)
+# and tests/fuzz/fuzz_policy_file.c (the CLI's JSON policy file).
 #
-#   tests/fuzz/short.sh [SECONDS [SNI_SECONDS [HTTP_SECONDS]]]   (defaults 30, 5 and 5)
+#   tests/fuzz/short.sh [SECONDS [SNI_SECONDS [HTTP_SECONDS [POLICY_SECONDS]]]]
+#   (defaults 30, 5, 5 and 5)
 #
 # Builds build/fuzz/fuzz_module (tests/fuzz/build.sh), makes a seed corpus
 # from the spec test suite's modules — build/spec/*/*.wasm when the spec
@@ -18,8 +20,9 @@
 # fuzz_http_head runs for HTTP_SECONDS from a few hand-written requests and
 # chunked bodies (build/fuzz/http-seeds) with a dictionary of HTTP tokens
 # (build/fuzz/http_head.dict), its corpus in build/fuzz/http-corpus and its
-# log in build/fuzz/short-http.log.
-# The last line is the usual summary, one test per target: "3 passed,
+# log in build/fuzz/short-http.log. fuzz_policy_file runs for POLICY_SECONDS
+# from tests/fuzz/seeds/policy_file with tests/fuzz/policy_file.dict.
+# The last line is the usual summary, one test per target: "4 passed,
 # 0 failed" when nothing crashed.
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -27,12 +30,13 @@ cd "$ROOT"
 SECONDS_TO_RUN=${1:-30}
 SNI_SECONDS=${2:-5}
 HTTP_SECONDS=${3:-5}
+POLICY_SECONDS=${4:-5}
 OUT=build/fuzz
 TESTSUITE=${WASM_TESTSUITE:-$ROOT/../shared/wasm-testsuite}
 
 if ! tests/fuzz/build.sh; then
     echo "fuzz targets failed to build"
-    echo "0 passed, 3 failed"
+    echo "0 passed, 4 failed"
     exit 1
 fi
 
@@ -57,19 +61,28 @@ elif [ -z "$(ls -A "$seeds")" ]; then
 fi
 echo "seed corpus: $(ls "$seeds" | wc -l) modules; fuzzing for ${SECONDS_TO_RUN}s" >&2
 
-"$OUT/fuzz_module" -max_total_time="$SECONDS_TO_RUN" -timeout=10 -rss_limit_mb=2560 \
-    -max_len=65536 -artifact_prefix="$OUT/artifacts/" -print_final_stats=1 \
-    "$OUT/corpus" "$seeds" >"$OUT/short.log" 2>&1
-status=$?
-grep -E '^(#[0-9]+[[:space:]]+(DONE|INITED)|stat::number_of_executed_units|stat::peak_rss_mb)' "$OUT/short.log" | tail -n 4 >&2
 passed=0 failed=0
-if [ $status -eq 0 ]; then
-    passed=$((passed + 1))
-else
-    failed=$((failed + 1))
-    echo "fuzzer found a problem (exit $status); log: $OUT/short.log" >&2
-    grep -E 'ERROR|SUMMARY|runtime error|fuzz_module:|Test unit written' "$OUT/short.log" | head -n 20 >&2
-fi
+# fuzz_for NAME SECONDS LOG [libFuzzer options and corpus dirs...]: run one
+# target, print its last statistics, and count it passed or failed.
+fuzz_for() {
+    local name=$1 seconds=$2 log=$3
+    shift 3
+    "$OUT/$name" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2560 \
+        -print_final_stats=1 "$@" >"$log" 2>&1
+    local status=$?
+    grep -E '^(#[0-9]+[[:space:]]+(DONE|INITED)|stat::number_of_executed_units|stat::peak_rss_mb)' \
+        "$log" | tail -n 3 >&2
+    if [ $status -eq 0 ]; then
+        passed=$((passed + 1))
+    else
+        failed=$((failed + 1))
+        echo "$name found a problem (exit $status); log: $log" >&2
+        grep -E "ERROR|SUMMARY|runtime error|$name:|Test unit written" "$log" | head -n 20 >&2
+    fi
+}
+
+fuzz_for fuzz_module "$SECONDS_TO_RUN" "$OUT/short.log" -max_len=65536 \
+    -artifact_prefix="$OUT/artifacts/" "$OUT/corpus" "$seeds"
 
 # ---- fuzz_sni ----
 sni_seeds=$OUT/sni-seeds
@@ -94,18 +107,8 @@ for ver in ("TLSv1_2", "TLSv1_3"):
 PY
 fi
 echo "fuzz_sni: $(ls "$sni_seeds" | wc -l) seeds; fuzzing for ${SNI_SECONDS}s" >&2
-"$OUT/fuzz_sni" -max_total_time="$SNI_SECONDS" -timeout=10 -rss_limit_mb=2560 \
-    -max_len=20000 -artifact_prefix="$OUT/artifacts/sni-" -print_final_stats=1 \
-    "$OUT/sni-corpus" "$sni_seeds" >"$OUT/short-sni.log" 2>&1
-status=$?
-grep -E '^(#[0-9]+[[:space:]]+DONE|stat::number_of_executed_units)' "$OUT/short-sni.log" | tail -n 2 >&2
-if [ $status -eq 0 ]; then
-    passed=$((passed + 1))
-else
-    failed=$((failed + 1))
-    echo "fuzz_sni found a problem (exit $status); log: $OUT/short-sni.log" >&2
-    grep -E 'ERROR|SUMMARY|runtime error|fuzz_sni:|Test unit written' "$OUT/short-sni.log" | head -n 20 >&2
-fi
+fuzz_for fuzz_sni "$SNI_SECONDS" "$OUT/short-sni.log" -max_len=20000 \
+    -artifact_prefix="$OUT/artifacts/sni-" "$OUT/sni-corpus" "$sni_seeds"
 
 # ---- fuzz_http_head ----
 http_seeds=$OUT/http-seeds
@@ -140,17 +143,15 @@ cat >"$OUT/http_head.dict" <<'DICT'
 "0\x0d\x0a\x0d\x0a"
 DICT
 echo "fuzz_http_head: $(ls "$http_seeds" | wc -l) seeds; fuzzing for ${HTTP_SECONDS}s" >&2
-"$OUT/fuzz_http_head" -max_total_time="$HTTP_SECONDS" -timeout=10 -rss_limit_mb=2560 \
-    -max_len=20000 -dict="$OUT/http_head.dict" -artifact_prefix="$OUT/artifacts/http-" \
-    -print_final_stats=1 "$OUT/http-corpus" "$http_seeds" >"$OUT/short-http.log" 2>&1
-status=$?
-grep -E '^(#[0-9]+[[:space:]]+DONE|stat::number_of_executed_units)' "$OUT/short-http.log" | tail -n 2 >&2
-if [ $status -eq 0 ]; then
-    passed=$((passed + 1))
-else
-    failed=$((failed + 1))
-    echo "fuzz_http_head found a problem (exit $status); log: $OUT/short-http.log" >&2
-    grep -E 'ERROR|SUMMARY|runtime error|fuzz_http_head:|Test unit written' "$OUT/short-http.log" | head -n 20 >&2
-fi
+fuzz_for fuzz_http_head "$HTTP_SECONDS" "$OUT/short-http.log" -max_len=20000 \
+    -dict="$OUT/http_head.dict" -artifact_prefix="$OUT/artifacts/http-" \
+    "$OUT/http-corpus" "$http_seeds"
+
+# ---- fuzz_policy_file ----
+mkdir -p "$OUT/policy-corpus"
+echo "fuzz_policy_file: fuzzing for ${POLICY_SECONDS}s" >&2
+fuzz_for fuzz_policy_file "$POLICY_SECONDS" "$OUT/short-policy.log" -max_len=65536 \
+    -dict=tests/fuzz/policy_file.dict -artifact_prefix="$OUT/artifacts/policy-" \
+    "$OUT/policy-corpus" tests/fuzz/seeds/policy_file
 echo "$passed passed, $failed failed"
 [ $failed -eq 0 ]
