@@ -336,6 +336,18 @@ typedef struct egress_netns {
 bool egress_netns_open(egress_netns *ns, int *listen_fd, al_error *err);
 void egress_netns_close(egress_netns *ns);
 
+/* ---- log.c ------------------------------------------------------------------------ */
+typedef struct egress_log_entry {
+    const char *execution;
+    const char *decision;       /* "allow", "deny", "close" */
+    const char *reason;
+    const char *method, *host, *address;
+    unsigned port;
+    uint64_t bytes_up, bytes_down;
+} egress_log_entry;
+/* Append e as one JSON line to fd (-1: nothing). */
+void egress_log_write(int fd, const egress_log_entry *e);
+
 /* ---- fdpass.c -------------------------------------------------------------------- */
 /* Send data[0..len) with fd (SCM_RIGHTS; none when fd < 0) in one message.
  * Async-signal-safe. */

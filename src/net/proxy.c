@@ -92,7 +92,6 @@
 #define RECV_PER_WAKEUP 64                  /* fairness: messages per readiness */
 #define PUMP_ROUNDS 8                       /* fairness: transfers per readiness */
 #define SLOT_LIMIT (1u << 27)               /* fits the epoll tag */
-#define LOG_LINE_MAX 4096
 
 /* epoll tags: kind in the top 4 bits; for connections, the side, the slot
  * and the slot's generation (a stale event for a reused slot is dropped). */
@@ -231,94 +230,21 @@ static void set_port(struct sockaddr_storage *ss, unsigned port) {
 
 /* ---- the decision log ----------------------------------------------------------- */
 
-/* Append s to out as a JSON string. Everything outside printable ASCII,
- * and '"' and '\\', is escaped: the fields come from hostile requests and
- * a raw byte could end the string or the line and forge a log entry. Bytes
- * >= 0x80 become \u00XX (their Latin-1 reading), which keeps the line
- * valid JSON whatever the input. Returns false when it does not fit. */
-static bool json_put_string(char *out, size_t cap, size_t *len, const char *s) {
-    static const char hex[] = "0123456789abcdef";
-    if (*len + 1 >= cap)
-        return false;
-    out[(*len)++] = '"';
-    for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
-        if (*len + 8 >= cap)
-            return false;
-        if (*c == '"' || *c == '\\') {
-            out[(*len)++] = '\\';
-            out[(*len)++] = (char)*c;
-        } else if (*c < 0x20 || *c >= 0x7f) {
-            memcpy(out + *len, "\\u00", 4);
-            out[*len + 4] = hex[*c >> 4];
-            out[*len + 5] = hex[*c & 15];
-            *len += 6;
-        } else {
-            out[(*len)++] = (char)*c;
-        }
-    }
-    out[(*len)++] = '"';
-    return true;
-}
-
-static bool json_put_raw(char *out, size_t cap, size_t *len, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(out + *len, cap - *len, fmt, ap);
-    va_end(ap);
-    if (n < 0 || (size_t)n >= cap - *len)
-        return false;
-    *len += (size_t)n;
-    return true;
-}
-
-static void rfc3339_now(char *out, size_t cap) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    struct tm tm;
-    gmtime_r(&ts.tv_sec, &tm);
-    char date[32];
-    strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(out, cap, "%s.%03ldZ", date, ts.tv_nsec / 1000000);
-}
-
-/* One line: {"time":..., "execution":..., "decision":..., "reason":...,
- * "method":..., "host":..., "port":N, "address":..., "bytes_up":N,
- * "bytes_down":N}. c may be NULL (a refusal before any request was read). */
+/* c may be NULL (a refusal before any request was read). */
 static void log_decision(egress_proxy *p, const conn *c, const char *decision,
                          const char *reason) {
-    if (p->cfg.log_fd < 0)
-        return;
-    char line[LOG_LINE_MAX], when[48];
-    size_t len = 0;
-    rfc3339_now(when, sizeof when);
-    bool ok = json_put_raw(line, sizeof line, &len, "{\"time\":") &&
-              json_put_string(line, sizeof line, &len, when) &&
-              json_put_raw(line, sizeof line, &len, ",\"execution\":") &&
-              json_put_string(line, sizeof line, &len, p->cfg.execution_id) &&
-              json_put_raw(line, sizeof line, &len, ",\"decision\":") &&
-              json_put_string(line, sizeof line, &len, decision) &&
-              json_put_raw(line, sizeof line, &len, ",\"reason\":") &&
-              json_put_string(line, sizeof line, &len, reason) &&
-              json_put_raw(line, sizeof line, &len, ",\"method\":") &&
-              json_put_string(line, sizeof line, &len, c ? c->method : "") &&
-              json_put_raw(line, sizeof line, &len, ",\"host\":") &&
-              json_put_string(line, sizeof line, &len, c ? c->host : "") &&
-              json_put_raw(line, sizeof line, &len, ",\"port\":%u,\"address\":",
-                           c ? c->port : 0) &&
-              json_put_string(line, sizeof line, &len, c ? c->address : "") &&
-              json_put_raw(line, sizeof line, &len,
-                            ",\"bytes_up\":%llu,\"bytes_down\":%llu}\n",
-                            (unsigned long long)(c ? c->bytes_up : 0),
-                            (unsigned long long)(c ? c->bytes_down : 0));
-    if (!ok)
-        return; /* cannot happen with the bounded fields above; never a partial line */
-    /* One write(2) on an O_APPEND file: lines from several proxies sharing
-     * a log never interleave. A failed write is dropped: the loop must not
-     * stall on a full disk. */
-    ssize_t n;
-    do
-        n = write(p->cfg.log_fd, line, len);
-    while (n < 0 && errno == EINTR);
+    egress_log_entry e = {
+        .execution = p->cfg.execution_id,
+        .decision = decision,
+        .reason = reason,
+        .method = c ? c->method : "",
+        .host = c ? c->host : "",
+        .address = c ? c->address : "",
+        .port = c ? c->port : 0,
+        .bytes_up = c ? c->bytes_up : 0,
+        .bytes_down = c ? c->bytes_down : 0,
+    };
+    egress_log_write(p->cfg.log_fd, &e);
 }
 
 /* ---- epoll interest --------------------------------------------------------- */
