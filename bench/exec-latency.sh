@@ -60,19 +60,14 @@ cleanup() {
     rm -rf "$TMP"
 }
 trap cleanup EXIT
-need() { command -v "$1" >/dev/null 2>&1 || { log "exec-latency.sh: '$1' not found (apt-get install $2)"; exit 2; }; }
+NAME=exec-latency.sh
+# shellcheck source=bench/lib.bash
+source bench/lib.bash
 need hyperfine hyperfine
 need bwrap bubblewrap
 need python3 python3
 
-if [ ! -x "$AIRLOCK" ] && [ "$AIRLOCK" = build/release/airlock ]; then
-    log "== building the release airlock"
-    flock /tmp/airlock-build.lock make -s -j2 release >&2
-fi
-[ -x "$AIRLOCK" ] || { log "exec-latency.sh: no airlock binary at $AIRLOCK"; exit 2; }
-# a copy: a concurrent rebuild must not change the binary between rows
-cp "$AIRLOCK" "$TMP/airlock"
-AL=$TMP/airlock
+copy_airlock
 failures=0
 
 # time_cmd NAME CMD...: "mean_ms±sd_ms" (hyperfine), or "failed: why" after

@@ -634,6 +634,16 @@ static bool peek_decide(egress_proxy *p, conn *c) {
             deny_and_close(p, c, why);
             return true;
         }
+        /* CONNECT to an allowed IP with a server name: the name is what
+         * the origin serves, so it must pass the name rules too, or a
+         * denied domain on an allowed address is reached by its IP. */
+        if (!c->host_is_name && egress_check_name(&p->cfg.policy, sni, c->port) != EGRESS_ALLOW) {
+            char why[EGRESS_MAX_NAME + 96];
+            snprintf(why, sizeof why, "TLS server name %s is not allowed by the egress policy",
+                     sni);
+            deny_and_close(p, c, why);
+            return true;
+        }
     } else if (r == SNI_ABSENT && !c->host_is_name) {
         /* RFC 6066 forbids IP literals in SNI: a hello to an allowed IP
          * (allow_ips) has none, and there is no name to front. */

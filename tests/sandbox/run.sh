@@ -46,26 +46,8 @@ HOST_PY=/usr/bin/python3
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 
-PASSED=0
-FAILED=0
-pass() { echo "PASS $1"; PASSED=$((PASSED + 1)); }
-# fail NAME WHY: the first line of WHY on the FAIL line, the rest indented
-fail() {
-    local first rest
-    first=${2%%$'\n'*}
-    echo "FAIL $1: $first"
-    if [ "$first" != "$2" ]; then
-        rest=${2#*$'\n'}
-        printf '%s\n' "$rest" | cut -c1-600 | sed 's/^/    /'
-    fi
-    FAILED=$((FAILED + 1))
-}
-want() { [ -z "$FILTER" ] || [[ $1 =~ $FILTER ]]; }
-finish() {
-    echo "$PASSED passed, $FAILED failed"
-    [ "$FAILED" -eq 0 ]
-    exit
-}
+# shellcheck source=tests/lib/cases.bash
+source tests/lib/cases.bash
 
 # ---- fixtures ------------------------------------------------------------------
 

@@ -673,6 +673,39 @@ static void test_literal_ip_allowed_by_cidr(void **state) {
     fx_free(&fx);
 }
 
+/* CONNECT to an allowed IP: a ClientHello naming a denied (or unlisted)
+ * domain is refused — else a denied domain that shares an allowed address
+ * is reached by its IP; one naming an allowed domain, or none, passes. */
+static void test_connect_ip_sni_checked(void **state) {
+    servers *srv = *state;
+    fixture fx;
+    fx_start(&fx, srv, NULL);
+    char out[4096];
+    uint8_t hello[600], back[600];
+    const char *refused[] = {"secret.apis.test", "unlisted.example"};
+    for (size_t i = 0; i < 2; i++) {
+        int fd = tunnel(&fx, srv->ip, srv->echo.port, out, sizeof out);
+        assert_true(fd >= 0);
+        size_t n = client_hello(hello, refused[i]);
+        assert_true(send_all(fd, hello, n));
+        assert_int_equal(drain_count(fd, NULL), 0); /* closed, nothing echoed */
+        close(fd);
+    }
+    const char *passed[] = {"good.test", NULL};
+    for (size_t i = 0; i < 2; i++) {
+        int fd = tunnel(&fx, srv->ip, srv->echo.port, out, sizeof out);
+        assert_true(fd >= 0);
+        size_t n = client_hello(hello, passed[i]);
+        assert_true(send_all(fd, hello, n));
+        assert_true(read_exact(fd, back, n));
+        assert_memory_equal(back, hello, n);
+        close(fd);
+    }
+    fx_stop(&fx);
+    assert_true(log_has(&fx, "deny", srv->ip, "TLS server name secret.apis.test is not allowed"));
+    fx_free(&fx);
+}
+
 static void expect_403(fixture *fx, const char *req, const char *body) {
     char out[4096];
     request(fx, req, out, sizeof out);
@@ -1364,6 +1397,7 @@ int main(void) {
         cmocka_unit_test(test_post_body_bounded),
         cmocka_unit_test(test_dns_answer_checked),
         cmocka_unit_test(test_connect_sni),
+        cmocka_unit_test(test_connect_ip_sni_checked),
         cmocka_unit_test(test_byte_limit_per_connection),
         cmocka_unit_test(test_byte_limit_per_execution),
         cmocka_unit_test(test_max_connections),
