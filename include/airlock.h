@@ -412,6 +412,8 @@ typedef struct al_result {
     uint64_t denied_syscalls;     /* calls the seccomp filter refused with EPERM */
     uint32_t limits_hit;          /* AL_LIMIT_* */
     char backend[48];             /* "wasm", "native", "gvisor (ptrace)", ... */
+    char execution_id[64];        /* native/gvisor: "al-<pid>-<start>-<n>", as in the
+                                     egress log, cgroup and bundle names; "" for wasm */
     /* egress (zero when the policy granted no network) */
     uint32_t egress_allowed;      /* connections the proxy let through */
     uint32_t egress_denied;       /* requests it refused (each answered 403 or closed) */

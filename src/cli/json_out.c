@@ -19,7 +19,7 @@
  *   backtrace: [{func_index, func_name, code_offset}...], backtrace_truncated}
  *   or null), fuel_used, wall_ms, peak_memory_bytes, stdout, stdout_truncated,
  *   stderr, stderr_truncated, signal, limits_hit, cpu_ms, denied_syscalls,
- *   backend, egress ({allowed, denied, bytes}: the proxy's counts, zeros
+ *   backend, execution (the id in the egress log; null for wasm), egress ({allowed, denied, bytes}: the proxy's counts, zeros
  *   when no network was granted), dirs ([{host, guest, read_only}]), error
  *   (the message, or null when the status is ok, exit or output_truncated).
  */
@@ -159,6 +159,8 @@ static void json_sandbox_fields(FILE *f, const al_result *r) {
     fprintf(f, "], \"cpu_ms\": %.3f, \"denied_syscalls\": %" PRIu64 ", \"backend\": ",
             (double)r->cpu_ns / 1e6, r->denied_syscalls);
     json_name(f, r->backend, sizeof r->backend);
+    fputs(", \"execution\": ", f);
+    json_name(f, r->execution_id, sizeof r->execution_id);
     fprintf(f,
             ", \"egress\": {\"allowed\": %" PRIu32 ", \"denied\": %" PRIu32
             ", \"bytes\": %" PRIu64 "}",

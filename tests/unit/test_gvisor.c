@@ -517,6 +517,46 @@ static void test_session(void **state) {
     assert_nothing_left();
 }
 
+/* A session's egress: one proxy and one network namespace for the whole
+ * session; each execution sees the proxy variables, reaches the proxy (and
+ * nothing else), and reports the counters of its own requests. */
+static void test_session_egress(void **state) {
+    SKIP_UNLESS_GVISOR();
+    static const char *const none[] = {"/bin/true", NULL};
+    static const char *const allow[] = {"allowed.test"};
+    al_policy p = policy_for(none);
+    p.egress.allow_domains = allow;
+    p.egress.nallow_domains = 1;
+    al_error err;
+    al_session *s = al_session_open(&p, &err);
+    if (!s) fail_msg("%s", err.message);
+
+    static const char *const one[] = {
+        "sh", "-c", "echo $HTTP_PROXY; curl -s -m 5 http://unlisted.test/", NULL};
+    al_result r = session_run(s, one, 20000);
+    assert_int_equal(r.status, AL_STATUS_OK);
+    assert_non_null(strstr((char *)r.stdout_data, "http://127.0.0.1:3128\n"));
+    assert_non_null(
+        strstr((char *)r.stdout_data, "airlock: domain unlisted.test is not in the allow-list"));
+    assert_int_equal(r.egress_denied, 1);
+    assert_int_equal(r.egress_allowed, 0);
+    al_result_free(&r);
+
+    static const char *const two[] = {
+        "sh", "-c",
+        "curl -s -m 5 http://a.test/ >/dev/null; curl -s -m 5 http://b.test/ >/dev/null; "
+        "curl -s -m 3 --noproxy '*' http://10.0.0.1/ || echo direct refused",
+        NULL};
+    r = session_run(s, two, 20000);
+    assert_int_equal(r.status, AL_STATUS_OK);
+    assert_non_null(strstr((char *)r.stdout_data, "direct refused"));
+    assert_int_equal(r.egress_denied, 2); /* this execution's, not the session's 3 */
+    al_result_free(&r);
+
+    al_session_close(s);
+    assert_nothing_left();
+}
+
 /* ---- the seccomp filter (oci.c's linux.seccomp, runsc --oci-seccomp) -------------- */
 
 /* The deny-list both backends refuse (native/seccomp.c, part of libairlock). */
@@ -871,6 +911,7 @@ int main(void) {
         cmocka_unit_test(test_memory_limit),
         cmocka_unit_test(test_process_limit),
         cmocka_unit_test(test_session),
+        cmocka_unit_test(test_session_egress),
         cmocka_unit_test(test_seccomp_filter),
         cmocka_unit_test(test_session_seccomp),
         cmocka_unit_test(test_runsc_logs_not_in_stderr),

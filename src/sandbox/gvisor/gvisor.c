@@ -221,6 +221,8 @@ bool gvisor_run(const al_policy *policy, al_result *result) {
     w.out_fd = w.err_fd = -1;
     gvisor_logs logs;
     bool ok = run_prepare(&one, policy, &err);
+    if (one.have_bundle)
+        snprintf(result->execution_id, sizeof result->execution_id, "%.63s", one.bundle.id);
     if (ok && !gvisor_logs_init(&logs, one.bundle.dir, "run", "run"))
         ok = sandbox_error(&err, AL_ERR_ARGUMENT, "gvisor: state dir path too long");
     if (ok) ok = run_watch(&one, policy, &w, &logs, &err);

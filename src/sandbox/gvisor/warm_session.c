@@ -350,6 +350,7 @@ static bool exec_one(gvisor_sandbox *sb, const al_policy *p, al_result *r, al_er
 
 bool gvisor_session_exec(gvisor_sandbox *sb, const al_policy *request, al_result *result) {
     gvisor_set_backend(result, sb->ctx.platform);
+    snprintf(result->execution_id, sizeof result->execution_id, "%.63s", sb->bundle.id);
     if (sb->dead) {
         sandbox_set_status(result, AL_STATUS_ERROR, AL_ERR_SYSTEM,
                            "gvisor: the session's sandbox is gone: %s", sb->dead_reason);

@@ -339,6 +339,7 @@ static bool make_cgroup(native_run_ctx *ctx, int version) {
 
 static bool make_cgroup_early(native_run_ctx *ctx) {
     sandbox_new_id(ctx->cg_name, sizeof ctx->cg_name);
+    snprintf(ctx->result->execution_id, sizeof ctx->result->execution_id, "%.63s", ctx->cg_name);
     if (cgroup_v1_has_limits()) return true; /* no v2 cgroup can limit: all after clone */
     /* Without a snapshot (out of memory) each lookup reads the files. */
     ctx->cg_have_snap = cgroup_snapshot_take(&ctx->cg_snap);
