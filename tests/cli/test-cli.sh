@@ -15,15 +15,8 @@ BUILD_DIR=${BUILD_DIR:-build/cli-fixtures}
 FIXTURES=tests/cli/fixtures
 SAMPLE=samples/fib.wasm
 
-passed=0
-failed=0
-pass() { passed=$((passed + 1)); echo "ok - $1"; }
-fail() { failed=$((failed + 1)); echo "FAIL - $1"; shift; for l in "$@"; do echo "    $l"; done; }
-finish() {
-    echo "$passed passed, $failed failed"
-    [[ $failed -eq 0 ]]
-    exit
-}
+# shellcheck source=tests/cli/lib/report.bash
+source tests/cli/lib/report.bash
 
 if [[ ! -x $AIRLOCK ]]; then
     fail "airlock binary exists" "not found or not executable: $AIRLOCK (run make asan)"

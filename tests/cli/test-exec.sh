@@ -18,15 +18,8 @@ SUBCOMMAND=exec
 RUN_TIMEOUT=60
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
 
-passed=0
-failed=0
-pass() { passed=$((passed + 1)); echo "ok - $1"; }
-fail() { failed=$((failed + 1)); echo "FAIL - $1"; shift; for l in "$@"; do echo "    $l"; done; }
-finish() {
-    echo "$passed passed, $failed failed"
-    [[ $failed -eq 0 ]]
-    exit
-}
+# shellcheck source=tests/cli/lib/report.bash
+source tests/cli/lib/report.bash
 
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT

@@ -17,15 +17,8 @@ AIRLOCK=${AIRLOCK:-build/asan/airlock}
 BUILD_DIR=${BUILD_DIR:-build/cli-fixtures-wasi}
 SRC=tests/cli/wasi-fixtures
 
-passed=0
-failed=0
-pass() { passed=$((passed + 1)); echo "ok - $1"; }
-fail() { failed=$((failed + 1)); echo "FAIL - $1"; shift; for l in "$@"; do echo "    $l"; done; }
-finish() {
-    echo "$passed passed, $failed failed"
-    [[ $failed -eq 0 ]]
-    exit
-}
+# shellcheck source=tests/cli/lib/report.bash
+source tests/cli/lib/report.bash
 
 # ---- toolchain and fixtures ------------------------------------------------------
 if [[ ! -x $AIRLOCK ]]; then

@@ -66,10 +66,6 @@ HERE=tests/net
 FILTER=${1:-}
 read -r -a AIRLOCK_CMD <<<"${AIRLOCK:-build/release/airlock}"
 BACKENDS=${NET_BACKENDS:-native gvisor}
-HOST_PY=/usr/bin/python3
-[ -x "$HOST_PY" ] || HOST_PY=python3
-export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
-export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 
 # shellcheck source=tests/lib/cases.bash
 source tests/lib/cases.bash
@@ -490,18 +486,6 @@ case_no_leftovers() {
 # ---- main ----------------------------------------------------------------------------
 
 "${AIRLOCK_CMD[@]}" doctor --json >"$T/doctor.json" 2>"$T/doctor.err"
-doctor() {
-    "$HOST_PY" - "$T/doctor.json" "$1" <<'EOF'
-import json, sys
-try:
-    v = json.load(open(sys.argv[1]))
-    for key in sys.argv[2].split("."):
-        v = v[key]
-except (OSError, ValueError, KeyError, TypeError):
-    v = None
-print("" if v is None else v if isinstance(v, str) else json.dumps(v))
-EOF
-}
 
 run_backend() {
     B=$1

@@ -41,10 +41,6 @@ HERE=tests/sandbox
 FILTER=${1:-}
 read -r -a AIRLOCK_CMD <<<"${AIRLOCK:-build/asan/airlock}"
 BACKENDS=${SANDBOX_BACKENDS:-native gvisor}
-HOST_PY=/usr/bin/python3
-[ -x "$HOST_PY" ] || HOST_PY=python3
-export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
-export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 
 # shellcheck source=tests/lib/cases.bash
 source tests/lib/cases.bash
@@ -577,21 +573,7 @@ case_cwd() {
 
 # ---- main ----------------------------------------------------------------------------
 
-# doctor PATH: a field of `airlock doctor --json`, by dotted path
-# (backends.gvisor.available); empty when absent
 "${AIRLOCK_CMD[@]}" doctor --json >"$T/doctor.json" 2>"$T/doctor.err"
-doctor() {
-    "$HOST_PY" - "$T/doctor.json" "$1" <<'EOF'
-import json, sys
-try:
-    v = json.load(open(sys.argv[1]))
-    for key in sys.argv[2].split("."):
-        v = v[key]
-except (OSError, ValueError, KeyError, TypeError):
-    v = None
-print("" if v is None else v if isinstance(v, str) else json.dumps(v))
-EOF
-}
 CGROUPS=no
 if [ "$(doctor cgroup_v1_writable)" = true ] || [ "$(doctor cgroup_v2_writable)" = true ]; then CGROUPS=yes; fi
 
