@@ -34,6 +34,11 @@ NET_SRC := $(wildcard src/net/*.c)
 ENGINE_SRC := $(wildcard src/engine/*.c) $(wildcard src/wasi/*.c) $(SANDBOX_SRC) $(NET_SRC)
 # libairlock's own dependencies: whoever links it links these too.
 LIB_DEPS := $(JANSSON_LIBS) -lseccomp -lcap -lpthread -lm
+# libairlock-service: airlockd's internals (HTTP API, MCP, sessions, audit),
+# a caller of airlock.h like the CLI; airlockd and `airlock mcp|audit` link it.
+SERVICE_SRC := $(wildcard src/service/*.c)
+SERVICE_DEPS := -lmicrohttpd -lyaml -lsqlite3 -lcrypto
+DAEMON_SRC := $(wildcard src/daemon/*.c)
 CLI_SRC    := $(wildcard src/cli/*.c)
 SPEC_SRC   := $(wildcard tests/spec/*.c)
 UNIT_SRC   := $(wildcard tests/unit/*.c)
@@ -62,6 +67,7 @@ $(call objs,$(1),$(wildcard src/sandbox/*.c)): INCLUDES := -Iinclude -Isrc/wasi 
 $(call objs,$(1),$(wildcard src/sandbox/native/*.c)): INCLUDES := -Iinclude -Isrc/sandbox -Isrc/sandbox/native -Isrc/net
 $(call objs,$(1),$(wildcard src/sandbox/gvisor/*.c)): INCLUDES := -Iinclude -Isrc/sandbox -Isrc/sandbox/gvisor -Isrc/net
 $(call objs,$(1),$(NET_SRC)): INCLUDES := -Iinclude -Isrc/net
+$(call objs,$(1),$(SERVICE_SRC) $(DAEMON_SRC) src/cli/mcp.c src/cli/audit.c $(wildcard tests/unit/test_svc_*.c)): INCLUDES := -Iinclude -Isrc/service -DAIRLOCK_VERSION='"$(VERSION)"' 
 $(call objs,$(1),tests/unit/test_egress.c tests/unit/test_sni.c tests/unit/test_http_head.c tests/unit/test_proxy.c): INCLUDES := -Iinclude -Isrc/net
 # unit tests of the sandbox internals see the internal headers they test
 $(call objs,$(1),tests/unit/test_seccomp.c tests/unit/test_cgroup.c tests/unit/test_sandbox_util.c): INCLUDES := -Iinclude -Isrc/sandbox -Isrc/sandbox/native
@@ -73,16 +79,23 @@ build/$(1)/libairlock.a: $(call objs,$(1),$(ENGINE_SRC))
 build/$(1)/libairlock.so: $(call objs,$(1),$(ENGINE_SRC))
 	$$(VCC_$(1)) $(2) -shared -o $$@ $$^ $$(LIB_DEPS)
 
-build/$(1)/airlock: $(call objs,$(1),$(CLI_SRC)) build/$(1)/libairlock.a
-	$$(VCC_$(1)) $(2) -o $$@ $$^ $$(LIB_DEPS)
+build/$(1)/libairlock-service.a: $(call objs,$(1),$(SERVICE_SRC))
+	@rm -f $$@
+	ar rcs $$@ $$^
+
+build/$(1)/airlock: $(call objs,$(1),$(CLI_SRC)) build/$(1)/libairlock-service.a build/$(1)/libairlock.a
+	$$(VCC_$(1)) $(2) -o $$@ $$^ $$(SERVICE_DEPS) $$(LIB_DEPS)
+
+build/$(1)/airlockd: $(call objs,$(1),$(DAEMON_SRC)) build/$(1)/libairlock-service.a build/$(1)/libairlock.a
+	$$(VCC_$(1)) $(2) -o $$@ $$^ $$(SERVICE_DEPS) $$(LIB_DEPS)
 
 build/$(1)/spec-runner: $(call objs,$(1),$(SPEC_SRC)) build/$(1)/libairlock.a
 	$$(VCC_$(1)) $(2) -o $$@ $$^ $$(LIB_DEPS)
 
 # one cmocka binary per tests/unit/test_*.c
-build/$(1)/tests/%: build/$(1)/obj/tests/unit/%.o build/$(1)/libairlock.a
+build/$(1)/tests/%: build/$(1)/obj/tests/unit/%.o build/$(1)/libairlock-service.a build/$(1)/libairlock.a
 	@mkdir -p $$(dir $$@)
-	$$(VCC_$(1)) $(2) -o $$@ $$^ -lcmocka $$(LIB_DEPS)
+	$$(VCC_$(1)) $(2) -o $$@ $$^ -lcmocka $$(SERVICE_DEPS) $$(LIB_DEPS)
 
 -include $$(wildcard build/$(1)/obj/src/*/*.d build/$(1)/obj/src/*/*/*.d build/$(1)/obj/tests/*/*.d)
 endef
@@ -91,9 +104,9 @@ $(eval $(call variant,release,$(RELEASE_FLAGS)))
 $(eval $(call variant,asan,$(ASAN_FLAGS)))
 $(eval $(call variant,clang-release,$(RELEASE_FLAGS)))
 
-release: build/release/libairlock.a build/release/libairlock.so build/release/airlock
+release: build/release/libairlock.a build/release/libairlock.so build/release/airlock build/release/airlockd
 UNIT_TESTS = $(patsubst tests/unit/%.c,build/$(1)/tests/%,$(UNIT_SRC))
-asan: build/asan/libairlock.a build/asan/airlock build/asan/spec-runner $(call UNIT_TESTS,asan)
+asan: build/asan/libairlock.a build/asan/airlock build/asan/airlockd build/asan/spec-runner $(call UNIT_TESTS,asan)
 
 check: asan release
 	tests/run-all.sh
@@ -101,7 +114,7 @@ check: asan release
 # Everything (library, CLI, spec-runner, unit tests) compiled by clang with
 # -Werror, in its own directory so it never clobbers the gcc builds.
 clang-check: build/clang-release/libairlock.a build/clang-release/libairlock.so \
-             build/clang-release/airlock build/clang-release/spec-runner \
+             build/clang-release/airlock build/clang-release/airlockd build/clang-release/spec-runner \
              $(call UNIT_TESTS,clang-release)
 
 cli-test: build/asan/airlock

@@ -355,6 +355,12 @@ typedef struct al_policy {
                                      else $XDG_RUNTIME_DIR/airlock or /tmp/airlock-UID */
     const char *gvisor_platform;  /* NULL: the best that works (see al_probe_host) */
     al_egress egress;             /* native and gvisor; granting any to wasm is an error */
+    /* Output as it is produced (every backend): called on the executing
+     * thread (wasm) or airlock's event loop thread (native, gvisor) with
+     * stream 1 (stdout) or 2 (stderr), before the bytes are appended to the
+     * result. Only bytes within the caps are passed. NULL: none. */
+    void (*on_output)(void *ctx, int stream, const uint8_t *data, size_t len);
+    void *on_output_ctx;
 } al_policy;
 
 /* Fill with the defaults above (zero trust: nothing granted). */
@@ -448,6 +454,33 @@ al_session *al_session_open(const al_policy *policy, al_error *error);
  * sandbox itself (directories, memory, processes) is the session's. */
 bool al_session_exec(al_session *session, const al_policy *request, al_result *result);
 void al_session_close(al_session *session);
+
+/* ---- Python: CPython compiled to wasm32-wasi (tools/build-python.sh) ---------
+ * python.wasm is decoded and validated once per al_python and shared by every
+ * run (thread-safe); the standard library is granted read-only at
+ * /usr/local/lib/python3.11 and PYTHONHOME=/usr/local is set unless the
+ * policy's env sets it. The policy's isolation must be WASM. */
+typedef struct al_python al_python;
+/* python_dir holds python.wasm and lib/python3.11; NULL: $AIRLOCK_PYTHON_DIR,
+ * else ../python beside the running executable. */
+al_python *al_python_open(const char *python_dir, al_error *error);
+void al_python_close(al_python *py);
+/* Run code as `python -c CODE` (argv after it: policy->argv[1..]). */
+bool al_python_run(al_python *py, const al_policy *policy, const char *code, al_result *result);
+
+/* One interpreter kept alive across executions: variables, imports and
+ * files in its /tmp persist (`x = 41`, then `print(x + 1)` prints 42). Each
+ * execution gets policy's fuel and its own timeout; its stdout/stderr are
+ * that execution's only. A timeout, a trap or fuel running out ends the
+ * interpreter: the result says so and the next execution starts a fresh
+ * one (result->error.message notes "interpreter restarted"). Not
+ * thread-safe: one execution at a time per session. */
+typedef struct al_python_session al_python_session;
+al_python_session *al_python_session_open(al_python *py, const al_policy *policy,
+                                          al_error *error);
+bool al_python_session_exec(al_python_session *s, const char *code, uint64_t timeout_ms,
+                            al_result *result);
+void al_python_session_close(al_python_session *s);
 
 /* ---- the host: what works here ----------------------------------------------- */
 typedef struct al_host_report {

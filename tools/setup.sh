@@ -18,6 +18,7 @@ PACKAGES=(
     runsc crun bubblewrap       # gVisor backend; crun and bwrap: references in tests and bench
     python3 procps util-linux   # tests/sandbox: python3 runs inside the sandbox; pgrep, setpriv
     curl openssl wrk            # tests/net: curl inside the sandbox, a test CA; bench/egress.sh
+    libmicrohttpd-dev libyaml-dev libsqlite3-dev libssl-dev   # airlockd: HTTP, config, audit, SHA-256
 )
 
 check_only=false

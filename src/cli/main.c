@@ -37,6 +37,11 @@ static const char usage_text[] =
     "  doctor [--json] [--quick]\n"
     "                     show which isolation mechanisms and backends work here\n"
     "  gc                 remove what killed airlock processes left behind\n"
+    "  mcp [--config FILE]\n"
+    "                     serve the Model Context Protocol on stdin/stdout\n"
+    "                     (tools run_python, run_command, run_wasm)\n"
+    "  audit [--db FILE] [--since T] [--token NAME] [--status S] [--json]\n"
+    "                     query airlockd's audit log\n"
     "  validate MODULE.wasm\n"
     "                     decode and validate MODULE; print \"ok\" or the error\n"
     "  version            print the version\n"
@@ -81,6 +86,10 @@ int main(int argc, char **argv) {
         return cli_gc(argc - 1, argv + 1);
     if (!strcmp(cmd, "validate"))
         return cli_validate(argc - 1, argv + 1);
+    if (!strcmp(cmd, "mcp"))
+        return cli_mcp(argc - 1, argv + 1);
+    if (!strcmp(cmd, "audit"))
+        return cli_audit(argc - 1, argv + 1);
 
     fprintf(stderr, "airlock: unknown command '%s'\n\n", cmd);
     fputs(usage_text, stderr);

@@ -104,6 +104,12 @@ int cli_exec(int argc, char **argv);
 int cli_doctor(int argc, char **argv);
 int cli_gc(int argc, char **argv);
 
+/* mcp.c, audit.c: the service's command-line faces (they link
+ * libairlock-service): `airlock mcp` (an MCP server on stdio) and
+ * `airlock audit` (query airlockd's audit log). */
+int cli_mcp(int argc, char **argv);
+int cli_audit(int argc, char **argv);
+
 /* run_wasi.c: the exit status of a result (run, python and exec). */
 int cli_exit_code(const al_result *r);
 
