@@ -464,8 +464,13 @@ typedef struct al_python al_python;
 /* python_dir holds python.wasm and lib/python3.11; NULL: $AIRLOCK_PYTHON_DIR,
  * else ../python beside the running executable. */
 al_python *al_python_open(const char *python_dir, al_error *error);
+/* After every run and session that uses py has ended. */
 void al_python_close(al_python *py);
-/* Run code as `python -c CODE` (argv after it: policy->argv[1..]). */
+/* The canonical host path of the standard library granted to the guest. */
+const char *al_python_stdlib_dir(const al_python *py);
+/* Run code as `python -c CODE` (argv after it: policy->argv[1..]); code
+ * NULL: `python ARGS...` with policy->argv[1..] as python's own arguments
+ * (e.g. a script in a directory the policy grants). */
 bool al_python_run(al_python *py, const al_policy *policy, const char *code, al_result *result);
 
 /* One interpreter kept alive across executions: variables, imports and

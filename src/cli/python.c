@@ -1,16 +1,20 @@
 /*
  * python.c — `airlock python`: run Python code in CPython compiled to
- * wasm32-wasi (python.wasm, made by tools/build-python.sh), through the same
- * WASI runner, policy options, limits, exit codes and --json result as
- * `airlock run`: run.c parses the shared options, run_wasi.c runs.
+ * wasm32-wasi (python.wasm, made by tools/build-python.sh) with
+ * al_python_run, the library's one way to run Python, under the same policy
+ * options, limits, exit codes and --json result as `airlock run`: run.c
+ * parses the shared options, run_wasi.c builds the policy and reports, and
+ * calls back here (run_options.runner) to run.
  *
  *   airlock python [OPTIONS] -c CODE [-- ARGS...]
  *   airlock python [OPTIONS] FILE [-- ARGS...]
  *   airlock python [OPTIONS] [-] [-- ARGS...]      the program from stdin
  *
  * What the guest gets on top of what the options grant:
- *   - the standard library, read-only, at /usr/local/lib/python3.11, and
- *     PYTHONHOME=/usr/local (a --env PYTHONHOME=... replaces it);
+ *   - the standard library, read-only, at /usr/local/lib/python3.11 (granted
+ *     here, so that --json lists it; al_python_run would add it otherwise),
+ *     and PYTHONHOME=/usr/local (al_python_run; a --env PYTHONHOME=...
+ *     replaces it);
  *   - FILE: a copy of it, never its directory (which may hold anything), in
  *     a private temporary directory granted read-only at /script, run as
  *     /script/NAME so __file__ and tracebacks show a real path. The copy is
@@ -20,10 +24,11 @@
  * The guest paths /script and /usr/local/lib/python3.11 are reserved: a --dir
  * there would hide the script or the standard library.
  *
- * python.wasm is looked up in $AIRLOCK_PYTHON_DIR, else in ../python beside
- * the airlock executable (build/release/airlock -> build/python).
+ * python.wasm is looked up (al_python_open) in $AIRLOCK_PYTHON_DIR, else in
+ * ../python beside the airlock executable (build/release/airlock ->
+ * build/python).
  *
- * Ownership: a py_run owns the run_options' arrays, the located paths, the
+ * Ownership: a py_run owns the run_options' arrays, the al_python, the
  * program read from stdin and the script's guest path; the temporary
  * directory lives in static storage (a signal handler must find it) and is
  * removed by tmp_remove. py_run_free releases all of it.
@@ -42,16 +47,15 @@
 #include "run.h"
 
 #define STDLIB_GUEST "/usr/local/lib/python3.11"
-#define STDLIB_SUBDIR "lib/python3.11"
 #define SCRIPT_GUEST "/script"
-#define PYTHONHOME_KEY "PYTHONHOME="
-#define PYTHONHOME_ENTRY PYTHONHOME_KEY "/usr/local"
+/* The guest's argv[0], as when python.wasm was run as a module file. */
+#define PROGRAM_NAME "python.wasm"
 
 /* Largest program, a FILE or code on stdin: held in memory while copied. */
 #define MAX_PROGRAM_BYTES ((size_t)16 << 20)
 
 /* Entries python adds to the run_options arrays beyond one per word of the
- * command line: the stdlib and /script grants, "-c" and the code. */
+ * command line: the stdlib and /script grants. */
 #define EXTRA_ENTRIES 2
 
 static const char python_usage[] =
@@ -109,8 +113,7 @@ typedef struct py_run {
     const char *code;      /* -c CODE (from argv) or stdin_code */
     const char *file;      /* FILE as given; "-": stdin; NULL: none given */
     int first_arg;         /* argv index of the program's first argument */
-    char *wasm_path;       /* owned */
-    char *stdlib_path;     /* owned */
+    al_python *py;         /* owned */
     char *stdin_code;      /* owned: the program read from stdin, NUL-terminated */
     char *script_guest;    /* owned: "/script/NAME" */
     char failure[PATH_MAX + 256]; /* a failure before the run, or "" */
@@ -336,57 +339,13 @@ static char *path_join(const char *dir, const char *name) {
     return p;
 }
 
-/* "<directory of the airlock executable>/../python", or NULL. */
-static char *python_dir_beside_exe(void) {
-    char exe[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n <= 0 || (size_t)n >= sizeof exe - 1) return NULL;
-    exe[n] = '\0';
-    char *slash = strrchr(exe, '/');
-    if (!slash) return NULL;
-    *slash = '\0';
-    return path_join(exe, "../python");
-}
-
-/* Why path is not a regular file, or NULL when it is one. */
-static const char *not_regular_file(const char *path) {
-    struct stat st;
-    if (stat(path, &st) != 0) return strerror(errno);
-    return S_ISREG(st.st_mode) ? NULL : "not a regular file";
-}
-
-static bool python_missing(py_run *r, const char *what, const char *why) {
-    return fail(r,
-                "no CPython for WASI: %s: %s (build it with tools/build-python.sh, or set "
-                "AIRLOCK_PYTHON_DIR to its output directory)",
-                what, why);
-}
-
-/* Fill wasm_path and stdlib_path from DIR, checking both are there. */
-static bool use_python_dir(py_run *r, const char *dir) {
-    char *home = realpath(dir, NULL);
-    if (!home) return python_missing(r, dir, strerror(errno));
-    r->wasm_path = path_join(home, "python.wasm");
-    r->stdlib_path = path_join(home, STDLIB_SUBDIR);
-    free(home);
-    char *os_py = r->stdlib_path ? path_join(r->stdlib_path, "os.py") : NULL;
-    bool ok = true;
-    const char *why;
-    if (!r->wasm_path || !os_py) ok = fail(r, "out of memory");
-    else if ((why = not_regular_file(r->wasm_path))) ok = python_missing(r, r->wasm_path, why);
-    else if (not_regular_file(os_py)) ok = python_missing(r, os_py, "no standard library there");
-    free(os_py);
-    return ok;
-}
-
-static bool locate_python(py_run *r) {
-    const char *env = getenv("AIRLOCK_PYTHON_DIR");
-    if (env && env[0]) return use_python_dir(r, env);
-    char *dir = python_dir_beside_exe();
-    if (!dir) return python_missing(r, "/proc/self/exe", "cannot find the airlock executable");
-    bool ok = use_python_dir(r, dir);
-    free(dir);
-    return ok;
+/* python.wasm and its standard library, compiled by the library; its
+ * message says what is missing and how to build it. */
+static bool open_python(py_run *r) {
+    al_error err;
+    r->py = al_python_open(NULL, &err);
+    if (!r->py) return fail(r, "%.*s", (int)strnlen(err.message, sizeof err.message), err.message);
+    return true;
 }
 
 /* ---- the program ------------------------------------------------------------------ */
@@ -521,33 +480,30 @@ static void add_read_only_grant(run_options *opt, const char *host, const char *
     opt->dirs[opt->ndirs++] = (run_dir){.host = host, .guest = guest, .read_only = true};
 }
 
-/* PYTHONHOME unless the user set it. */
-static void add_python_home(run_options *opt) {
-    for (size_t i = 0; i < opt->nenv; i++)
-        if (!strncmp(opt->env[i], PYTHONHOME_KEY, strlen(PYTHONHOME_KEY))) return;
-    opt->env[opt->nenv++] = PYTHONHOME_ENTRY;
-}
-
-/* python.wasm's arguments: the program, then the words after "--". */
+/* The policy's arguments after argv[0]: the script for FILE (al_python_run
+ * then runs `python /script/NAME ARGS`), then the words after "--"; for -c
+ * al_python_run puts "-c CODE" before them. */
 static void set_guest_args(py_run *r, int argc, char **argv) {
     run_options *opt = &r->opt;
     opt->nargs = 0;
-    if (r->script_guest) {
-        opt->args[opt->nargs++] = r->script_guest;
-    } else {
-        opt->args[opt->nargs++] = "-c";
-        opt->args[opt->nargs++] = r->code;
-    }
+    if (r->script_guest) opt->args[opt->nargs++] = r->script_guest;
     for (int i = r->first_arg; i < argc; i++) opt->args[opt->nargs++] = argv[i];
 }
 
+/* run_options.runner: cli_run_wasi built the policy; run it. */
+static bool run_with_python(void *arg, const al_policy *policy, al_result *result) {
+    py_run *r = arg;
+    return al_python_run(r->py, policy, r->script_guest ? NULL : r->code, result);
+}
+
 static int run_python(py_run *r, int argc, char **argv) {
-    if (!locate_python(r) || !load_program(r)) return report_failure(r);
+    if (!open_python(r) || !load_program(r)) return report_failure(r);
     run_options *opt = &r->opt;
-    opt->path = r->wasm_path;
-    add_read_only_grant(opt, r->stdlib_path, STDLIB_GUEST);
+    opt->path = PROGRAM_NAME;
+    opt->runner = run_with_python;
+    opt->runner_arg = r;
+    add_read_only_grant(opt, al_python_stdlib_dir(r->py), STDLIB_GUEST);
     if (r->script_guest) add_read_only_grant(opt, tmp_dir, SCRIPT_GUEST);
-    add_python_home(opt);
     set_guest_args(r, argc, argv);
     return cli_run_wasi(opt);
 }
@@ -558,8 +514,7 @@ static void py_run_free(py_run *r) {
     cli_run_options_free(&r->opt);
     free(r->script_guest);
     free(r->stdin_code);
-    free(r->stdlib_path);
-    free(r->wasm_path);
+    al_python_close(r->py);
 }
 
 int cli_python(int argc, char **argv) {

@@ -63,6 +63,11 @@ typedef struct run_options {
     bool json;
     bool trap_on_memory_limit;
     const char *wasi_option; /* the first WASI-mode-only option seen, for messages */
+    /* Set by a command that runs its own program (python.c: al_python_run)
+     * instead of reading MODULE and calling al_run_wasm; path then only
+     * names the program (the guest's argv[0], messages). */
+    bool (*runner)(void *arg, const al_policy *policy, al_result *result);
+    void *runner_arg;
 } run_options;
 
 /* run.c: the options both `airlock run` and `airlock python` take. */

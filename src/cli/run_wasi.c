@@ -1,6 +1,7 @@
 /*
  * run_wasi.c — `airlock run` without --invoke: run MODULE as a WASI command
- * under a policy built from the command line, through al_run_wasm.
+ * under a policy built from the command line, through al_run_wasm (or the
+ * command's own runner: `airlock python` runs al_python_run this way).
  *
  * The command line grants; nothing is inherited: the guest's argv is the
  * module's file name then the words after "--", its environment is exactly
@@ -47,6 +48,7 @@ typedef struct wasi_run {
     char **canonical;        /* owned: canonical host path per --dir (or NULL) */
     char **guest_copies;     /* owned: guest paths derived from the host path */
     size_t ndirs;
+    bool loaded;             /* the program was there to run (module read, or opt->runner) */
 } wasi_run;
 
 static void wasi_run_free(wasi_run *w) {
@@ -327,7 +329,7 @@ static void print_plain_status(const wasi_run *w) {
         break;
     case AL_STATUS_INVALID_MODULE:
         /* Failures found before the engine saw the file already name it. */
-        if (!w->module)
+        if (!w->loaded)
             fprintf(stderr, "airlock: invalid module: %.*s\n", msglen, r->error.message);
         else
             fprintf(stderr, "airlock: %s: %s: %.*s\n", o->path,
@@ -339,7 +341,7 @@ static void print_plain_status(const wasi_run *w) {
     case AL_STATUS_SIGNALED:
     case AL_STATUS_CPU_LIMIT:
     case AL_STATUS_UNSUPPORTED:
-        if (!w->module) fprintf(stderr, "airlock: %.*s\n", msglen, r->error.message);
+        if (!w->loaded) fprintf(stderr, "airlock: %.*s\n", msglen, r->error.message);
         else cli_print_error(o->path, &r->error);
         return;
     }
@@ -384,10 +386,15 @@ int cli_run_wasi(const run_options *opt) {
     memset(&w, 0, sizeof w);
     w.opt = opt;
     al_policy_init(&w.policy); /* for max_module_bytes before the real build */
-    if (resolve_dirs(&w) && build_argv(&w) && read_stdin(&w) && read_module(&w)) {
+    if (resolve_dirs(&w) && build_argv(&w) && read_stdin(&w) && (opt->runner || read_module(&w))) {
+        w.loaded = true;
         build_policy(&w);
-        if (!al_run_wasm(&w.policy, w.module, w.module_len, &w.result))
+        if (opt->runner) {
+            if (!opt->runner(opt->runner_arg, &w.policy, &w.result))
+                fail(&w, AL_STATUS_ERROR, "no result from the runner");
+        } else if (!al_run_wasm(&w.policy, w.module, w.module_len, &w.result)) {
             fail(&w, AL_STATUS_ERROR, "no result from al_run_wasm");
+        }
     }
     int code = report(&w);
     wasi_run_free(&w);

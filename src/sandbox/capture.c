@@ -7,6 +7,8 @@
  *    are read (so the writer never blocks on a full pipe) and dropped, and
  *    `truncated` records that it happened;
  *  - data, when non-NULL, is NUL-terminated (alloc >= len + 1);
+ *  - on_output, when set, sees exactly the bytes that are kept, each once,
+ *    in order, just before they are kept (never those past the cap);
  *  - sandbox_run_helper never leaves a child behind: on timeout it kills the
  *    helper's whole process group and reaps it.
  */
@@ -30,6 +32,12 @@ void capture_init(sandbox_capture *c, size_t cap) {
     c->cap = cap;
 }
 
+void capture_stream_to(sandbox_capture *c, const al_policy *policy, int stream) {
+    c->on_output = policy ? policy->on_output : NULL;
+    c->on_output_ctx = policy ? policy->on_output_ctx : NULL;
+    c->stream = stream;
+}
+
 bool capture_append(sandbox_capture *c, const void *bytes, size_t n) {
     size_t room = c->cap - c->len;
     size_t keep = n < room ? n : room;
@@ -47,6 +55,7 @@ bool capture_append(sandbox_capture *c, const void *bytes, size_t n) {
         c->data = grown;
         c->alloc = want;
     }
+    if (c->on_output) c->on_output(c->on_output_ctx, c->stream, bytes, keep);
     memcpy(c->data + c->len, bytes, keep);
     c->len += keep;
     c->data[c->len] = 0;

@@ -5,6 +5,7 @@
  *
  *   policy.c        defaults, status names, policy validation, result helpers
  *   wasm_backend.c  al_run_wasm: the WebAssembly engine + the WASI host
+ *   python.c        al_python_*: CPython for WASI, compiled once, runs and sessions
  *   exec.c          al_exec: the dispatcher over the three backends
  *   session.c       al_session_*: one sandbox kept across executions
  *   capture.c       capped output buffers and running helper programs
@@ -74,9 +75,17 @@ typedef struct sandbox_capture {
     size_t len, cap;   /* cap: the most kept; the rest is read and dropped */
     size_t alloc;
     bool truncated;
+    /* al_policy.on_output for this stream (1 stdout, 2 stderr), or NULL */
+    void (*on_output)(void *ctx, int stream, const uint8_t *data, size_t len);
+    void *on_output_ctx;
+    int stream;
 } sandbox_capture;
 
 void capture_init(sandbox_capture *c, size_t cap);
+/* From now on hand every byte kept to policy->on_output as `stream` (1 or
+ * 2), just before it is kept; nothing when the policy has no on_output.
+ * Call after capture_init. */
+void capture_stream_to(sandbox_capture *c, const al_policy *policy, int stream);
 /* Keep what fits under the cap, drop the rest (setting truncated). False only
  * when out of memory (the bytes are then dropped and truncated is set). */
 bool capture_append(sandbox_capture *c, const void *bytes, size_t n);
@@ -96,6 +105,40 @@ void capture_free(sandbox_capture *c);
 bool sandbox_run_helper(const char *const *argv, int stdin_fd, uint64_t timeout_ms,
                         int *wait_status, sandbox_capture *out, sandbox_capture *errout,
                         al_error *err);
+
+/* ---- wasm_backend.c: a compiled module under a policy ------------------------------ */
+
+/* The fuel budget of an "unmetered" wasm run: metering is always on so that
+ * fuel_used is reported, but with a budget no run can spend (the engine keeps
+ * fuel in an int64_t, so this is also the largest budget it can represent). */
+#define SANDBOX_UNMETERED_FUEL (UINT64_MAX / 2)
+
+/* What a caller of sandbox_run_wasm_module may add to a run (python.c's
+ * sessions). Every callback gets arg and runs on the thread running the
+ * guest. */
+typedef struct sandbox_wasm_hooks {
+    /* src/wasi/wasi.h, wasi_config: fd 0 fed by the host, and output handed
+     * over as written (instead of policy->on_output) and, with
+     * output_unbuffered, not kept (the result's outputs are then empty and
+     * the policy's caps do not apply: the callback applies its own). */
+    size_t (*stdin_read)(void *arg, uint8_t *dst, size_t len, al_trap_kind *trap);
+    void (*on_output)(void *arg, int stream, const uint8_t *data, size_t len);
+    bool output_unbuffered;
+    /* The instance exists and _start is about to be called: from here until
+     * stopped, store may be interrupted (from any thread) and its fuel set
+     * (from these callbacks). */
+    void (*started)(void *arg, al_store *store, al_instance *instance);
+    /* The guest has stopped; store (NULL if none was made) is still alive
+     * and is freed right after this returns. */
+    void (*stopped)(void *arg, al_store *store);
+    void *arg;
+} sandbox_wasm_hooks;
+
+/* al_run_wasm for a module compiled already: the module is only read, so one
+ * module may run in any number of stores on any threads at once. hooks may
+ * be NULL. Returns false only when result is NULL. */
+bool sandbox_run_wasm_module(const al_policy *policy, const al_module *module,
+                             const sandbox_wasm_hooks *hooks, al_result *result);
 
 /* ---- state.c ------------------------------------------------------------------ */
 /* The state directory (see al_policy.state_dir), created 0700 if missing and

@@ -1,22 +1,29 @@
 /*
  * wasm_backend.c — al_run_wasm: run a WASI command module under a policy with
- * the WebAssembly engine and the WASI preview1 host (src/wasi/).
+ * the WebAssembly engine and the WASI preview1 host (src/wasi/); and
+ * sandbox_run_wasm_module, the same run for a module compiled already
+ * (python.c compiles python.wasm once and runs it many times).
  *
  * One run, in order:
  *   1. validate the policy; check the size and the "\0asm" magic before any
  *      parsing, so a huge or foreign file costs nothing;
- *   2. decode+validate the module; make a store whose al_limits come from the
+ *   2. decode+validate the module (al_run_wasm only: sandbox_run_wasm_module
+ *      is given it compiled); make a store whose al_limits come from the
  *      policy and whose fuel budget is the policy's (or a huge one, so
  *      fuel_used is always reported);
- *   3. make the WASI context (argv, env, preopens, stdin, output caps, the
- *      deadline) and define its imports;
+ *   3. make the WASI context (argv, env, preopens, stdin, output caps and
+ *      on_output, the deadline) and define its imports;
  *   4. start the wall-clock timer, instantiate, call "_start", stop the timer
  *      (wall_ns and the timeout both count from just before step 3);
  *   5. classify the outcome, copy the outputs into the result, free everything.
+ * Steps 2 (the store) to 5 are run_compiled, shared by both entry points.
  *
  * Invariants:
  *  - every object made for the run is owned by the run_ctx and released by
  *    run_release on every path; the result owns only its two output copies;
+ *  - a module given compiled is only read (the engine's instances never
+ *    write to their module, and hold a reference on it), so one module may
+ *    run in many stores on many threads at once;
  *  - the timer thread is joined before al_run_wasm returns, and once
  *    timer_stop has taken the lock it can no longer interrupt the store: a
  *    timeout never fires into a later run or a freed store;
@@ -34,10 +41,7 @@
 #include "sandbox.h"
 #include "wasi.h"
 
-/* The budget of an "unmetered" run: metering is always on so that fuel_used
- * is reported, but with a budget no run can spend (the engine keeps fuel in
- * an int64_t, so this is also the largest budget it can represent). */
-#define UNMETERED_FUEL (UINT64_MAX / 2)
+#define UNMETERED_FUEL SANDBOX_UNMETERED_FUEL
 
 /* ---- wall-clock timer ---------------------------------------------------------- */
 
@@ -109,7 +113,9 @@ static void timer_stop(run_timer *t) {
 typedef struct run_ctx {
     const al_policy *policy;
     al_result *result;
-    al_module *module;
+    const al_module *module;
+    al_module *owned_module;   /* al_run_wasm's own compile; NULL when borrowed */
+    const sandbox_wasm_hooks *hooks; /* NULL: none */
     al_store *store;
     al_imports *imports;
     wasi_ctx *wasi;
@@ -125,7 +131,7 @@ static void run_release(run_ctx *rc) {
     al_imports_free(rc->imports);
     wasi_ctx_free(rc->wasi);
     al_store_free(rc->store); /* the instance, memories and host functions */
-    al_module_free(rc->module);
+    al_module_free(rc->owned_module);
     free(rc->preopens);
 }
 
@@ -149,7 +155,7 @@ static bool check_module_bytes(run_ctx *rc, const uint8_t *bytes, size_t len) {
 static bool load_module(run_ctx *rc, const uint8_t *bytes, size_t len) {
     al_error err;
     memset(&err, 0, sizeof err);
-    rc->module = al_module_new(bytes, len, &err);
+    rc->module = rc->owned_module = al_module_new(bytes, len, &err);
     if (rc->module) return true;
     rc->result->status = err.kind == AL_ERR_NOMEM ? AL_STATUS_ERROR : AL_STATUS_INVALID_MODULE;
     rc->result->error = err;
@@ -196,7 +202,18 @@ static bool make_wasi(run_ctx *rc) {
         .stdin_data = p->stdin_data, .stdin_len = p->stdin_len,
         .stdout_cap = p->stdout_cap, .stderr_cap = p->stderr_cap,
         .deadline_ns = rc->deadline_ns, .store = rc->store,
+        .on_output = p->on_output, .on_output_arg = p->on_output_ctx,
     };
+    const sandbox_wasm_hooks *h = rc->hooks;
+    if (h && h->on_output) {
+        cfg.on_output = h->on_output;
+        cfg.on_output_arg = h->arg;
+    }
+    if (h && h->stdin_read) {
+        cfg.stdin_read = h->stdin_read;
+        cfg.stdin_arg = h->arg;
+    }
+    cfg.output_unbuffered = h && h->output_unbuffered;
     al_error err;
     memset(&err, 0, sizeof err);
     rc->wasi = wasi_ctx_new(&cfg, &err);
@@ -327,6 +344,7 @@ static void instantiate_and_call(run_ctx *rc) {
     }
     al_func *start = find_start(rc);
     if (!start) return;
+    if (rc->hooks && rc->hooks->started) rc->hooks->started(rc->hooks->arg, rc->store, rc->instance);
     if (!al_call(rc->store, start, NULL, 0, NULL, 0, &err)) {
         classify_failure(rc, &err);
         return;
@@ -398,28 +416,68 @@ static uint32_t wasm_limits_hit(const al_result *r) {
     return hit;
 }
 
-bool al_run_wasm(const al_policy *policy, const uint8_t *module, size_t len,
-                 al_result *result) {
-    if (!result) return false;
-    memset(result, 0, sizeof *result);
-    snprintf(result->backend, sizeof result->backend, "wasm");
-    run_ctx rc;
-    memset(&rc, 0, sizeof rc);
-    rc.policy = policy;
-    rc.result = result;
-
-    result->status = sandbox_policy_check(policy, &result->error);
-    if (result->status == AL_STATUS_OK && check_module_bytes(&rc, module, len) &&
-        load_module(&rc, module, len) && make_store(&rc)) {
+/* Steps 2 (the store) to 5, for rc->module. */
+static void run_compiled(run_ctx *rc) {
+    if (make_store(rc)) {
         /* The clock starts before the WASI context, which needs the deadline;
          * setting it up (copying stdin, opening the preopens) is part of the
          * run's time. */
         uint64_t t0 = sandbox_now_ns();
-        if (policy->timeout_ms) rc.deadline_ns = t0 + policy->timeout_ms * 1000000u;
-        if (make_wasi(&rc)) run_guest(&rc, t0);
+        if (rc->policy->timeout_ms) rc->deadline_ns = t0 + rc->policy->timeout_ms * 1000000u;
+        if (make_wasi(rc)) run_guest(rc, t0);
     }
-    collect(&rc);
-    run_release(&rc);
-    result->limits_hit = wasm_limits_hit(result);
+    if (rc->hooks && rc->hooks->stopped) rc->hooks->stopped(rc->hooks->arg, rc->store);
+    collect(rc);
+    run_release(rc);
+    rc->result->limits_hit = wasm_limits_hit(rc->result);
+}
+
+/* A fresh result and context; false when the policy cannot run (the result
+ * says why). */
+static bool run_begin(run_ctx *rc, const al_policy *policy, al_result *result) {
+    memset(result, 0, sizeof *result);
+    snprintf(result->backend, sizeof result->backend, "wasm");
+    memset(rc, 0, sizeof *rc);
+    rc->policy = policy;
+    rc->result = result;
+    result->status = sandbox_policy_check(policy, &result->error);
+    return result->status == AL_STATUS_OK;
+}
+
+/* A run that never reached the engine: "" outputs, like every other outcome. */
+static void run_refused(run_ctx *rc) {
+    collect(rc);
+    run_release(rc);
+    rc->result->limits_hit = wasm_limits_hit(rc->result);
+}
+
+bool al_run_wasm(const al_policy *policy, const uint8_t *module, size_t len,
+                 al_result *result) {
+    if (!result) return false;
+    run_ctx rc;
+    if (run_begin(&rc, policy, result) && check_module_bytes(&rc, module, len) &&
+        load_module(&rc, module, len))
+        run_compiled(&rc);
+    else
+        run_refused(&rc);
+    return true;
+}
+
+bool sandbox_run_wasm_module(const al_policy *policy, const al_module *module,
+                             const sandbox_wasm_hooks *hooks, al_result *result) {
+    if (!result) return false;
+    run_ctx rc;
+    if (!run_begin(&rc, policy, result)) {
+        run_refused(&rc);
+        return true;
+    }
+    if (!module) {
+        sandbox_set_status(result, AL_STATUS_ERROR, AL_ERR_ARGUMENT, "no module to run");
+        run_refused(&rc);
+        return true;
+    }
+    rc.module = module;
+    rc.hooks = hooks;
+    run_compiled(&rc);
     return true;
 }

@@ -117,10 +117,10 @@ bool svc_config_load(const char *path, svc_config *c, char *err, size_t errlen);
 bool svc_config_load_buffer(const char *yaml, size_t len, svc_config *c, char *err,
                             size_t errlen);
 void svc_config_free(svc_config *c);
-/* A deep copy of src into dst (svc.c: the daemon keeps its own copy of the
- * config it was given). Arrays and strings are malloc'd one by one, as
- * svc_config_free frees them. false when out of memory (dst then holds the
- * defaults only). */
+/* A deep copy of src into dst (svc.c keeps its own copy of the config it
+ * was given; config.c implements it). Arrays and strings are malloc'd one
+ * by one, as svc_config_free frees them. false when out of memory (dst
+ * then holds the defaults only). */
 bool svc_config_copy(svc_config *dst, const svc_config *src);
 /* SHA-256 of a token, as the config stores it (hex for `airlockd hash-token`). */
 void svc_token_hash(const char *token, uint8_t out[32]);

@@ -21,7 +21,9 @@
  *     reads/writes, which the guest must handle anyway (witx returns a size).
  *   - A read or write that could block (a FIFO or device in a granted
  *     directory) waits in slices that watch the run's deadline, so it cannot
- *     hold the host thread past the timeout.
+ *     hold the host thread past the timeout. A host-fed stdin
+ *     (wasi_config.stdin_read) blocks in the host's callback, which returns
+ *     once the store is interrupted.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -445,6 +447,15 @@ static wasi_errno stream_io(wasi_ctx *ctx, wasi_fd *f, bool write, host_iovs *io
     }
 }
 
+/* fd_read on fd 0 when the host feeds stdin (wasi_config.stdin_read): one
+ * blocking read into the first buffer, as read(2) on a pipe returns what
+ * has arrived. A zero-length read asks the host for nothing (io->n is 0:
+ * iovs_load drops empty buffers). */
+static uint32_t stdin_stream_read(wasi_ctx *ctx, const host_iovs *io, al_trap_kind *trap) {
+    if (io->n == 0) return 0;
+    return (uint32_t)wasi_stdin_pull(ctx, io->v[0].iov_base, io->v[0].iov_len, trap);
+}
+
 /* fd_read/fd_write/fd_pread/fd_pwrite: (fd, iovs, iovs_len, [offset,] size_ptr). */
 static wasi_errno do_io(wasi_ctx *ctx, al_caller *caller, bool write, bool positioned,
                         uint32_t fd, uint32_t iovs, uint32_t iovs_len, uint64_t offset,
@@ -459,7 +470,9 @@ static wasi_errno do_io(wasi_ctx *ctx, al_caller *caller, bool write, bool posit
     if (!io) return WASI_ENOMEM;
     uint32_t done = 0;
     e = iovs_load(m, iovs, iovs_len, io);
-    if (!e && f->kind == WASI_FD_FILE && !positioned && io->n > 0 && blocks(f))
+    if (!e && !write && f->kind == WASI_FD_STDIN && ctx->stdin_read)
+        done = stdin_stream_read(ctx, io, trap);
+    else if (!e && f->kind == WASI_FD_FILE && !positioned && io->n > 0 && blocks(f))
         e = stream_io(ctx, f, write, io, &done, trap);
     else if (!e)
         e = write ? write_from(ctx, f, io, positioned, offset, &done)

@@ -4,7 +4,8 @@
  * Subscriptions are clocks (relative, or absolute with
  * subscription_clock_abstime, on any of the four witx clocks) and
  * fd_read/fd_write readiness. In this host no descriptor ever blocks: stdin
- * is a buffer (readable, nbytes = what is left, hangup at its end), stdout
+ * is a buffer (readable, nbytes = what is left, hangup at its end; a
+ * host-fed stdin is reported readable and blocks in fd_read), stdout
  * and stderr are buffers (always writable), files are "ready immediately"
  * (witx eventtype: "This event always triggers for regular files"). So a
  * call either reports ready descriptors and expired clocks at once, or only
@@ -105,6 +106,9 @@ static poll_event fd_readiness(wasi_ctx *ctx, const poll_sub *s) {
         return (poll_event){.error = WASI_ENOTCAPABLE};
     switch (f->kind) {
     case WASI_FD_STDIN:
+        /* A host-fed stdin cannot say how much will come: reported ready
+         * with nbytes 0, and the fd_read that follows blocks (interruptibly). */
+        if (ctx->stdin_read) return ev;
         ev.nbytes = wasi_stdin_remaining(ctx);
         if (ev.nbytes == 0) ev.flags = EVENTRW_HANGUP; /* end of input, like a closed pipe */
         return ev;

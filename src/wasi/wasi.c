@@ -7,7 +7,8 @@
  *   - The context owns copies of everything in the config (argv, env,
  *     stdin, preopen paths); the caller's config may die right after
  *     wasi_ctx_new.
- *   - Deny by default: fds 0-2 are the stdio buffers, fds 3.. are exactly
+ *   - Deny by default: fds 0-2 are the stdio streams (buffers, or the
+ *     host's callbacks when the config streams them), fds 3.. are exactly
  *     the granted preopens, in order; there is no environment, no network,
  *     no other descriptor.
  *   - A preopen's host path is canonicalised (realpath) before it is opened
@@ -198,6 +199,10 @@ static bool open_preopen(wasi_ctx *ctx, size_t i, const wasi_preopen_config *pc,
 }
 
 static bool copy_stdin(wasi_ctx *ctx, const wasi_config *config, al_error *err) {
+    if (config->stdin_read && config->stdin_len > 0) {
+        set_error(err, AL_ERR_ARGUMENT, "wasi: both stdin_data and stdin_read given");
+        return false;
+    }
     if (config->stdin_len == 0) return true;
     if (!config->stdin_data) {
         set_error(err, AL_ERR_ARGUMENT, "wasi: stdin_len %zu without stdin_data",
@@ -251,6 +256,13 @@ wasi_ctx *wasi_ctx_new(const wasi_config *config, al_error *err) {
     }
     ctx->out.cap = config->stdout_cap;
     ctx->err.cap = config->stderr_cap;
+    ctx->out.stream = 1;
+    ctx->err.stream = 2;
+    ctx->out.on_output = ctx->err.on_output = config->on_output;
+    ctx->out.on_output_arg = ctx->err.on_output_arg = config->on_output_arg;
+    ctx->out.unbuffered = ctx->err.unbuffered = config->output_unbuffered;
+    ctx->stdin_read = config->stdin_read;
+    ctx->stdin_arg = config->stdin_arg;
     ctx->deadline_ns = config->deadline_ns;
     ctx->store = config->store;
     if (!ctx_fill(ctx, config, err)) {

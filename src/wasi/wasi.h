@@ -7,6 +7,12 @@
  * Capability model: a context starts with no preopens, no environment, no
  * arguments beyond argv[0], empty stdin; everything else is granted by the
  * config. Output goes to capped in-memory buffers.
+ *
+ * Streaming (optional; a zeroed config keeps the buffers): the host may see
+ * output as it is written (on_output), keep none of it (output_unbuffered:
+ * a consumer with its own caps, such as a Python session, per execution),
+ * and feed stdin as it goes (stdin_read: fd 0 blocks until the host has
+ * bytes). Both callbacks run on the thread running the guest.
  */
 #ifndef AIRLOCK_WASI_H
 #define AIRLOCK_WASI_H
@@ -38,6 +44,20 @@ typedef struct wasi_config {
     size_t stderr_cap;
     uint64_t deadline_ns; /* CLOCK_MONOTONIC deadline for blocking calls; 0 = none */
     al_store *store;      /* its interrupt flag is honoured by blocking calls */
+    /* Every chunk the guest writes to fd 1 (stream 1) or fd 2 (stream 2),
+     * before it is kept: the part within the cap, or with output_unbuffered
+     * all of it (nothing is then kept, the caps do not apply and
+     * wasi_stdout/wasi_stderr return nothing). NULL: none. */
+    void (*on_output)(void *arg, int stream, const uint8_t *data, size_t len);
+    void *on_output_arg;
+    bool output_unbuffered;
+    /* fd 0 reads from the host instead of stdin_data: called with room for
+     * len > 0 bytes, it blocks until it has some, copies them to dst and
+     * returns how many; 0 is end of input. Once the store is interrupted it
+     * must return promptly with *trap = AL_TRAP_INTERRUPTED (the run ends).
+     * NULL: the stdin_data buffer. */
+    size_t (*stdin_read)(void *arg, uint8_t *dst, size_t len, al_trap_kind *trap);
+    void *stdin_arg;
 } wasi_config;
 
 /* NULL with err->message set when a preopen cannot be granted (missing,

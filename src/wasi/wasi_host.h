@@ -27,6 +27,10 @@ enum {
 size_t wasi_stdin_read(wasi_ctx *ctx, uint8_t *dst, size_t len);
 /* stdio.c: bytes of stdin not read yet. */
 size_t wasi_stdin_remaining(const wasi_ctx *ctx);
+/* stdio.c: read up to len bytes from the host's stdin_read (ctx->stdin_read
+ * is set); blocks until some arrive; 0 is end of input, or with *trap set
+ * the run was interrupted. */
+size_t wasi_stdin_pull(wasi_ctx *ctx, uint8_t *dst, size_t len, al_trap_kind *trap);
 
 /* clock.c: the current value of WASI clock id in nanoseconds; EINVAL for an
  * id the witx does not define. */

@@ -7,7 +7,8 @@
  *   fd.c      the fd table; fd_read/write/pread/pwrite/seek/tell/close/
  *             renumber/fdstat_get/fdstat_set_flags/fdstat_set_rights for
  *             stdio pipes, files and directories
- *   stdio.c   stdin buffer and the capped stdout/stderr buffers
+ *   stdio.c   stdin (a buffer, or the host's stdin_read) and the capped
+ *             stdout/stderr buffers with their on_output callback
  *   args.c    args_* and environ_*
  *   clock.c   clock_res_get, clock_time_get, sched_yield, proc_raise, proc_exit
  *   random.c  random_get
@@ -102,7 +103,7 @@ enum {
 
 typedef enum wasi_fd_kind {
     WASI_FD_FREE = 0,
-    WASI_FD_STDIN,  /* reads the context's stdin buffer */
+    WASI_FD_STDIN,  /* reads the context's stdin buffer (or its stdin_read) */
     WASI_FD_STDOUT, /* appends to the capped stdout buffer */
     WASI_FD_STDERR,
     WASI_FD_FILE,   /* host_fd is a regular (or other non-directory) file */
@@ -132,6 +133,12 @@ typedef struct wasi_out {
     size_t cap;      /* the policy's byte cap */
     size_t alloc;
     bool truncated;
+    /* wasi_config.on_output for this stream (1 or 2), and whether nothing
+     * is kept (output_unbuffered: data stays NULL, len 0) */
+    void (*on_output)(void *arg, int stream, const uint8_t *data, size_t len);
+    void *on_output_arg;
+    int stream;
+    bool unbuffered;
 } wasi_out;
 
 struct wasi_ctx {
@@ -146,6 +153,9 @@ struct wasi_ctx {
     uint32_t fds_cap;
     uint8_t *stdin_data;
     size_t stdin_len, stdin_pos;
+    /* wasi_config.stdin_read: when set, fd 0 reads from it, not stdin_data */
+    size_t (*stdin_read)(void *arg, uint8_t *dst, size_t len, al_trap_kind *trap);
+    void *stdin_arg;
     wasi_out out, err;
     bool exited;
     int exit_code;

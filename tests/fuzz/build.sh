@@ -9,7 +9,9 @@
 # rewrite for the origin, chunked bodies; issue 5) into
 # build/fuzz/fuzz_http_head, and tests/fuzz/fuzz_policy_file.c +
 # src/cli/policy_file.c (the exec --policy JSON file) into
-# build/fuzz/fuzz_policy_file.
+# build/fuzz/fuzz_policy_file, and tests/fuzz/fuzz_svc_request.c +
+# src/service/request.c (airlockd's execution request bodies, issue 6) into
+# build/fuzz/fuzz_svc_request.
 #
 #   tests/fuzz/build.sh            (CC=clang-14 by default)
 set -euo pipefail
@@ -74,3 +76,21 @@ for src in src/cli/policy_file.c src/cli/units.c tests/fuzz/fuzz_policy_file.c; 
 done
 "$CC" "${CFLAGS[@]}" -fsanitize=fuzzer -o "$OUT/fuzz_policy_file" "${pf_objs[@]}" -ljansson
 echo "built $OUT/fuzz_policy_file" >&2
+
+# fuzz_svc_request: airlockd's execution request parser (src/service/request.c,
+# issue 6) behind json_loadb; its result JSON needs al_status_name
+# (src/sandbox/policy.c, libc only) and al_trap_message (the engine objects
+# built above). Objects are prefixed "svc_" (src/service/api.c and the
+# engine's api.c share a basename).
+sr_objs=()
+for src in src/service/request.c src/sandbox/policy.c tests/fuzz/fuzz_svc_request.c; do
+    obj=$OBJ/svc_$(basename "${src%.c}").o
+    if [ ! -f "$obj" ] || [ -n "$(find "$src" src/service/service.h src/sandbox/sandbox.h include/airlock.h -newer "$obj" 2>/dev/null | head -n 1)" ]; then
+        "$CC" "${CFLAGS[@]}" -Isrc/service -Isrc/sandbox -Isrc/wasi -Isrc/net -Iinclude \
+            $(pkg-config --cflags jansson 2>/dev/null) -fsanitize=fuzzer-no-link -c "$src" -o "$obj"
+    fi
+    sr_objs+=("$obj")
+done
+for src in src/engine/*.c; do sr_objs+=("$OBJ/$(basename "${src%.c}").o"); done
+"$CC" "${CFLAGS[@]}" -fsanitize=fuzzer -o "$OUT/fuzz_svc_request" "${sr_objs[@]}" -ljansson -lm -lpthread
+echo "built $OUT/fuzz_svc_request" >&2

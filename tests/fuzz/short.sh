@@ -22,7 +22,10 @@
 # (build/fuzz/http_head.dict), its corpus in build/fuzz/http-corpus and its
 # log in build/fuzz/short-http.log. fuzz_policy_file runs for POLICY_SECONDS
 # from tests/fuzz/seeds/policy_file with tests/fuzz/policy_file.dict.
-# The last line is the usual summary, one test per target: "4 passed,
+# fuzz_svc_request (airlockd's request bodies) runs for 3 s from seeds
+# written to build/fuzz/svc-request-seeds, with the policy file dictionary
+# plus the request's own words (build/fuzz/svc_request.dict).
+# The last line is the usual summary, one test per target: "5 passed,
 # 0 failed" when nothing crashed.
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -36,7 +39,7 @@ TESTSUITE=${WASM_TESTSUITE:-$ROOT/../shared/wasm-testsuite}
 
 if ! tests/fuzz/build.sh; then
     echo "fuzz targets failed to build"
-    echo "0 passed, 4 failed"
+    echo "0 passed, 5 failed"
     exit 1
 fi
 
@@ -153,5 +156,25 @@ echo "fuzz_policy_file: fuzzing for ${POLICY_SECONDS}s" >&2
 fuzz_for fuzz_policy_file "$POLICY_SECONDS" "$OUT/short-policy.log" -max_len=65536 \
     -dict=tests/fuzz/policy_file.dict -artifact_prefix="$OUT/artifacts/policy-" \
     "$OUT/policy-corpus" tests/fuzz/seeds/policy_file
+# ---- fuzz_svc_request (issue 6): airlockd's execution request bodies, 3 s ----
+svc_seeds=$OUT/svc-request-seeds
+mkdir -p "$svc_seeds" "$OUT/svc-request-corpus"
+if [ -z "$(ls -A "$svc_seeds")" ]; then
+    printf '{"kind": "python", "code": "print(1)", "args": ["a"], "timeout_ms": 1000, "memory_bytes": 65536, "fuel": 5, "session": "ab12", "stream": true, "env": {"K": "V"}, "stdin": "x"}' >"$svc_seeds/python"
+    printf '{"kind": "wasm", "module_base64": "AGFzbQEAAAA=", "args": ["-v"], "stdin_base64": "AAE=", "dirs": [{"host": "/data", "guest": "/d", "read_only": false}]}' >"$svc_seeds/wasm"
+    printf '{"kind": "wasm", "module_path": "/srv/m.wasm"}' >"$svc_seeds/wasm-path"
+    printf '{"kind": "command", "argv": ["/bin/echo", "hi"], "backend": "gvisor", "egress": {"allow_domains": ["example.com", "*.x.org"], "deny_domains": ["b.example.com"], "allow_ports": [8080], "allow_ips": ["10.0.0.0/8"], "headers": [{"domain": "x.org", "name": "Authorization", "value": "Bearer t"}], "hosts": {"a.test": "[::1]"}, "max_connections": 4, "max_bytes_per_connection": 9, "max_bytes": 99, "idle_timeout_ms": 5}}' >"$svc_seeds/command"
+fi
+{
+    cat tests/fuzz/policy_file.dict
+    for w in kind python wasm command code module_base64 module_path args argv backend stdin \
+        stdin_base64 fuel session stream '\\u0000' '=='; do
+        printf '"%s"\n' "$w"
+    done
+} >"$OUT/svc_request.dict"
+echo "fuzz_svc_request: $(ls "$svc_seeds" | wc -l) seeds; fuzzing for 3s" >&2
+fuzz_for fuzz_svc_request 3 "$OUT/short-svc-request.log" -max_len=65536 \
+    -dict="$OUT/svc_request.dict" -artifact_prefix="$OUT/artifacts/svc-request-" \
+    "$OUT/svc-request-corpus" "$svc_seeds"
 echo "$passed passed, $failed failed"
 [ $failed -eq 0 ]

@@ -180,6 +180,8 @@ static bool run_watch(gvisor_one *one, const al_policy *p, gvisor_watch *w,
     }
     capture_init(&w->out, p->stdout_cap);
     capture_init(&w->err, p->stderr_cap);
+    capture_stream_to(&w->out, p, 1); /* wait.c's reads hand the output on */
+    capture_stream_to(&w->err, p, 2);
     w->start_ns = sandbox_now_ns();
     bool ok = gvisor_spawn(argv, in, po[1], pe[1], &one->cg, true, &one->client, err);
     close(in);

@@ -8,6 +8,10 @@
  *  - the pipes are always drained, past the caps too (bytes are dropped,
  *    not left in the pipe), so a chatty program never blocks on a full pipe
  *    and never turns an output cap into a hang;
+ *  - output reaches the policy's on_output as each read here returns (the
+ *    captures were set up with capture_stream_to), within the caps; a
+ *    runsc fatal error line cut from stderr afterwards
+ *    (gvisor_strip_runsc_error) has already been handed on by then;
  *  - a limit fires at most once; then the caller's stop() makes the
  *    container's program die, and if the runsc client has not ended
  *    GVISOR_GRACE_MS later it is SIGKILLed: the watch always ends;

@@ -314,6 +314,8 @@ static bool exec_one(gvisor_sandbox *sb, const al_policy *p, al_result *r, al_er
     w.client = &client;
     capture_init(&w.out, p->stdout_cap);
     capture_init(&w.err, p->stderr_cap);
+    capture_stream_to(&w.out, p, 1); /* wait.c's reads hand the output on */
+    capture_stream_to(&w.err, p, 2);
     bool ok = exec_spawn(sb, p, &w, &logs, &stop, process_json, err);
     if (ok) {
         stop.client = &client;

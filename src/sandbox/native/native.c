@@ -907,6 +907,9 @@ static native_run_ctx *ctx_new(const al_policy *policy, al_result *result) {
      * plan->ngrants entries are ever used, and open_grant sets each. */
     capture_init(&ctx->out, policy->stdout_cap);
     capture_init(&ctx->err, policy->stderr_cap);
+    /* the event loop's reads hand the output on as it arrives */
+    capture_stream_to(&ctx->out, policy, 1);
+    capture_stream_to(&ctx->err, policy, 2);
     return ctx;
 }
 
