@@ -428,6 +428,8 @@ static bool expected(cfg_parser *p, const char *where, const char *what) {
 /* The current event as a string (quoted, or a plain scalar that is not null,
  * a boolean or a number) without NUL or control bytes. */
 static bool want_string(cfg_parser *p, const char *where, const char **s, size_t *len) {
+    *s = "";
+    *len = 0;
     if (p->ev.type != YAML_SCALAR_EVENT || classify(&p->ev) != S_STRING)
         return expected(p, where, "a string");
     *s = event_text(p);
@@ -728,14 +730,14 @@ static bool parse_mapping(cfg_parser *p, const char *where, const field *fields,
         size_t i = 0;
         while (i < n && !(strlen(fields[i].key) == klen && memcmp(fields[i].key, key, klen) == 0))
             i++;
-        char path[160], quoted[96];
+        char path[256], quoted[96];
         quote_value(key, klen, quoted, sizeof quoted);
         if (i == n) {
             char keys[400];
             key_list(fields, n, keys, sizeof keys);
             return failf(p, key_mark, where, "unknown key %s (expected one of: %s)", quoted, keys);
         }
-        snprintf(path, sizeof path, "%s%s%s", where, where[0] ? "." : "", fields[i].key);
+        snprintf(path, sizeof path, "%.200s%s%.40s", where, where[0] ? "." : "", fields[i].key);
         if (seen[i]) return failf(p, key_mark, path, "duplicate key");
         seen[i] = true;
         if (!next_event(p)) return false;
@@ -769,8 +771,8 @@ static bool parse_list(cfg_parser *p, const char *where, item_fn item, void *bas
     for (size_t i = 0;; i++) {
         if (!next_event(p)) return false;
         if (p->ev.type == YAML_SEQUENCE_END_EVENT) return true;
-        char path[192];
-        snprintf(path, sizeof path, "%s[%zu]", where, i);
+        char path[256];
+        snprintf(path, sizeof path, "%.200s[%zu]", where, i);
         if (!item(p, path, base)) return false;
     }
 }

@@ -94,3 +94,18 @@ done
 for src in src/engine/*.c; do sr_objs+=("$OBJ/$(basename "${src%.c}").o"); done
 "$CC" "${CFLAGS[@]}" -fsanitize=fuzzer -o "$OUT/fuzz_svc_request" "${sr_objs[@]}" -ljansson -lm -lpthread
 echo "built $OUT/fuzz_svc_request" >&2
+
+# fuzz_svc_config: airlockd's YAML config parser (src/service/config.c, issue 6)
+# with redact.c (it validates the patterns; the target also redacts its input)
+# and auth.c; libyaml, libcrypto and jansson are the system's. Objects are
+# prefixed "svc_".
+svc_objs=()
+for src in src/service/config.c src/service/redact.c src/service/auth.c tests/fuzz/fuzz_svc_config.c; do
+    obj=$OBJ/svc_$(basename "${src%.c}").o
+    if [ ! -f "$obj" ] || [ -n "$(find "$src" src/service/service.h include/airlock.h -newer "$obj" 2>/dev/null | head -n 1)" ]; then
+        "$CC" "${CFLAGS[@]}" -Isrc/service $(pkg-config --cflags jansson) -fsanitize=fuzzer-no-link -c "$src" -o "$obj"
+    fi
+    svc_objs+=("$obj")
+done
+"$CC" "${CFLAGS[@]}" -fsanitize=fuzzer -o "$OUT/fuzz_svc_config" "${svc_objs[@]}" -lyaml -lcrypto -ljansson
+echo "built $OUT/fuzz_svc_config" >&2
