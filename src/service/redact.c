@@ -154,7 +154,9 @@ static bool add_span(spans *s, size_t start, size_t end, const char *kind) {
 }
 
 static bool is_alnum(uint8_t ch) { return isalnum(ch) && ch < 0x80; }
-static bool is_upper_alnum(uint8_t ch) { return (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9'); }
+static bool is_upper_alnum(uint8_t ch) {
+    return (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9');
+}
 static bool is_word(uint8_t ch) { return is_alnum(ch) || ch == '_'; }
 
 /* RFC 6750 b64token characters (without the trailing '='s). */
@@ -189,7 +191,7 @@ static size_t find(const uint8_t *d, size_t len, size_t from, const char *lit) {
 
 /* ---- private keys -------------------------------------------------------------------- */
 
-static bool is_label_char(uint8_t ch) { return (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == ' '; }
+static bool is_label_char(uint8_t ch) { return is_upper_alnum(ch) || ch == ' '; }
 
 static bool ends_with(const uint8_t *s, size_t n, const char *suffix) {
     size_t m = strlen(suffix);
@@ -205,7 +207,8 @@ static bool pem_label(const uint8_t *d, size_t len, size_t pos, size_t *after) {
     *after = pos + n;
     bool closed = *after + 5 <= len && memcmp(d + *after, "-----", 5) == 0;
     if (closed) *after += 5;
-    return closed && (ends_with(d + pos, n, "PRIVATE KEY") || ends_with(d + pos, n, "PRIVATE KEY BLOCK"));
+    return closed &&
+           (ends_with(d + pos, n, "PRIVATE KEY") || ends_with(d + pos, n, "PRIVATE KEY BLOCK"));
 }
 
 static void find_private_keys(const uint8_t *d, size_t len, spans *s) {

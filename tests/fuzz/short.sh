@@ -25,7 +25,10 @@
 # fuzz_svc_request (airlockd's request bodies) runs for 3 s from seeds
 # written to build/fuzz/svc-request-seeds, with the policy file dictionary
 # plus the request's own words (build/fuzz/svc_request.dict).
-# The last line is the usual summary, one test per target: "5 passed,
+# fuzz_svc_config (airlockd's YAML config) runs for 3 s from
+# dist/airlockd.yaml and a few hand-written files (build/fuzz/svc-config-seeds)
+# with a dictionary of its keys (build/fuzz/svc_config.dict).
+# The last line is the usual summary, one test per target: "6 passed,
 # 0 failed" when nothing crashed.
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -39,7 +42,7 @@ TESTSUITE=${WASM_TESTSUITE:-$ROOT/../shared/wasm-testsuite}
 
 if ! tests/fuzz/build.sh; then
     echo "fuzz targets failed to build"
-    echo "0 passed, 5 failed"
+    echo "0 passed, 6 failed"
     exit 1
 fi
 
@@ -176,5 +179,72 @@ echo "fuzz_svc_request: $(ls "$svc_seeds" | wc -l) seeds; fuzzing for 3s" >&2
 fuzz_for fuzz_svc_request 3 "$OUT/short-svc-request.log" -max_len=65536 \
     -dict="$OUT/svc_request.dict" -artifact_prefix="$OUT/artifacts/svc-request-" \
     "$OUT/svc-request-corpus" "$svc_seeds"
+# ---- fuzz_svc_config (issue 6): airlockd's YAML configuration, 3 s ----
+cfg_seeds=$OUT/svc-config-seeds
+mkdir -p "$cfg_seeds" "$OUT/svc-config-corpus"
+cp -f dist/airlockd.yaml "$cfg_seeds/dist.yaml" 2>/dev/null || true
+printf 'listen: {tcp_port: 9000, unix_socket: ""}\nlimits:\n  memory: 512M\n  timeout: 500ms\n' >"$cfg_seeds/small.yaml"
+printf 'tokens:\n  - name: ci\n    sha256: ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad\n    python_per_minute: 5\nredaction:\n  patterns: ["secret-[0-9]+", "^pw=.*$"]\n' >"$cfg_seeds/tokens.yaml"
+printf 'paths:\n  allowed: ["/tmp", "ro:/"]\n  state_dir: /tmp/x\nmcp: {allowed_origins: ["http://localhost:6274"]}\n' >"$cfg_seeds/paths.yaml"
+printf 'AKIAIOSFODNN7EXAMPLE Bearer abcdefghijkl\n-----BEGIN RSA PRIVATE KEY-----\nMII\n' >"$cfg_seeds/secrets.txt"
+cat >"$OUT/svc_config.dict" <<'DICT'
+"listen:"
+"unix_socket:"
+"tcp_host:"
+"tcp_port:"
+"unix_requires_token:"
+"limits:"
+"memory:"
+"fuel:"
+"timeout:"
+"max_timeout:"
+"output:"
+"max_body:"
+"paths:"
+"allowed:"
+"state_dir:"
+"audit_db:"
+"python_dir:"
+"backends:"
+"native:"
+"gvisor:"
+"sessions:"
+"idle_timeout:"
+"max:"
+"workspace_bytes:"
+"workers:"
+"count:"
+"queue:"
+"rate_limits:"
+"python_per_minute:"
+"exec_per_minute:"
+"tokens:"
+"name:"
+"sha256:"
+"redaction:"
+"builtin:"
+"patterns:"
+"mcp:"
+"allowed_origins:"
+"\x0a  "
+"\x0a    - "
+"true"
+"false"
+"256M"
+"30s"
+"500ms"
+"ro:/"
+"---"
+"&a"
+"*a"
+"!!str"
+"AKIA"
+"Bearer "
+"-----BEGIN PRIVATE KEY-----"
+DICT
+echo "fuzz_svc_config: $(ls "$cfg_seeds" | wc -l) seeds; fuzzing for 3s" >&2
+fuzz_for fuzz_svc_config 3 "$OUT/short-svc-config.log" -max_len=65536 \
+    -dict="$OUT/svc_config.dict" -artifact_prefix="$OUT/artifacts/svc-config-" \
+    "$OUT/svc-config-corpus" "$cfg_seeds"
 echo "$passed passed, $failed failed"
 [ $failed -eq 0 ]
