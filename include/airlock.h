@@ -474,12 +474,16 @@ const char *al_python_stdlib_dir(const al_python *py);
 bool al_python_run(al_python *py, const al_policy *policy, const char *code, al_result *result);
 
 /* One interpreter kept alive across executions: variables, imports and
- * files in its /tmp persist (`x = 41`, then `print(x + 1)` prints 42). Each
- * execution gets policy's fuel and its own timeout; its stdout/stderr are
- * that execution's only. A timeout, a trap or fuel running out ends the
+ * files in the directories the policy grants persist (`x = 41`, then
+ * `print(x + 1)` prints 42). Each execution gets policy's fuel and its own
+ * timeout (0: policy->timeout_ms); its stdout/stderr are that execution's
+ * only. A timeout, a trap, fuel running out or sys.exit ends the
  * interpreter: the result says so and the next execution starts a fresh
- * one (result->error.message notes "interpreter restarted"). Not
- * thread-safe: one execution at a time per session. */
+ * one (result->error.message notes "interpreter restarted"). An exception
+ * is status EXIT, exit_code 1, traceback on stderr; the session goes on.
+ * Not thread-safe: one execution at a time per session (a concurrent one
+ * is refused); close may be called while one runs on another thread (it
+ * returns ERROR). See docs/api.md, "Python". */
 typedef struct al_python_session al_python_session;
 al_python_session *al_python_session_open(al_python *py, const al_policy *policy,
                                           al_error *error);

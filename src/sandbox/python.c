@@ -13,10 +13,11 @@
  * (DRIVER below, passed as -c) that loops: read one framed cell from stdin,
  * exec it in __main__'s globals (a traceback on stderr through
  * sys.excepthook when it raises, as the interactive interpreter prints it),
- * flush, write an end trailer, read the next. The WASI host is streamed (src/wasi/wasi.h): fd 0 is fed here
- * (session_stdin blocks until a cell is published), and stdout/stderr come
- * here as written (session_output) and are captured per execution, under
- * the policy's caps, and handed on to the policy's on_output.
+ * flush, write an end trailer, read the next. The WASI host is streamed
+ * (src/wasi/wasi.h): fd 0 is fed here (session_stdin blocks until a cell is
+ * published), and stdout/stderr come here as written (session_output), are
+ * captured per execution under the policy's caps, and are handed on to the
+ * policy's on_output.
  *
  * The framing, and why a cell cannot end early or leak into the next one:
  *   - a cell is "AIRLOCK-CELL <10-digit length> <nonce>\n" and the code; the
@@ -202,7 +203,8 @@ static uint8_t *read_file(const char *path, size_t *len, al_error *err) {
         ssize_t got = read(fd, buf + n, (size_t)st.st_size - n);
         if (got < 0 && errno == EINTR) continue;
         if (got <= 0) {
-            py_error(err, AL_ERR_SYSTEM, "reading %s: %s", path, got < 0 ? strerror(errno) : "shorter than its size");
+            py_error(err, AL_ERR_SYSTEM, "reading %s: %s", path,
+                     got < 0 ? strerror(errno) : "shorter than its size");
             free(buf);
             buf = NULL;
             break;

@@ -223,6 +223,9 @@ static al_policy merged_policy(const al_session *s, const al_policy *req) {
     p.stdout_cap = req->stdout_cap;
     p.stderr_cap = req->stderr_cap;
     if (req->cwd) p.cwd = req->cwd;
+    /* streaming belongs to the caller of this execution */
+    p.on_output = req->on_output;
+    p.on_output_ctx = req->on_output_ctx;
     p.fuel = req->fuel ? req->fuel : s->policy.fuel;
     return p;
 }

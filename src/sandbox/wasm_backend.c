@@ -344,7 +344,8 @@ static void instantiate_and_call(run_ctx *rc) {
     }
     al_func *start = find_start(rc);
     if (!start) return;
-    if (rc->hooks && rc->hooks->started) rc->hooks->started(rc->hooks->arg, rc->store, rc->instance);
+    if (rc->hooks && rc->hooks->started)
+        rc->hooks->started(rc->hooks->arg, rc->store, rc->instance);
     if (!al_call(rc->store, start, NULL, 0, NULL, 0, &err)) {
         classify_failure(rc, &err);
         return;
@@ -416,6 +417,14 @@ static uint32_t wasm_limits_hit(const al_result *r) {
     return hit;
 }
 
+/* Step 5, on every path (a run that never reached the engine too: ""
+ * outputs, like every other outcome). */
+static void run_finish(run_ctx *rc) {
+    collect(rc);
+    run_release(rc);
+    rc->result->limits_hit = wasm_limits_hit(rc->result);
+}
+
 /* Steps 2 (the store) to 5, for rc->module. */
 static void run_compiled(run_ctx *rc) {
     if (make_store(rc)) {
@@ -427,9 +436,7 @@ static void run_compiled(run_ctx *rc) {
         if (make_wasi(rc)) run_guest(rc, t0);
     }
     if (rc->hooks && rc->hooks->stopped) rc->hooks->stopped(rc->hooks->arg, rc->store);
-    collect(rc);
-    run_release(rc);
-    rc->result->limits_hit = wasm_limits_hit(rc->result);
+    run_finish(rc);
 }
 
 /* A fresh result and context; false when the policy cannot run (the result
@@ -444,13 +451,6 @@ static bool run_begin(run_ctx *rc, const al_policy *policy, al_result *result) {
     return result->status == AL_STATUS_OK;
 }
 
-/* A run that never reached the engine: "" outputs, like every other outcome. */
-static void run_refused(run_ctx *rc) {
-    collect(rc);
-    run_release(rc);
-    rc->result->limits_hit = wasm_limits_hit(rc->result);
-}
-
 bool al_run_wasm(const al_policy *policy, const uint8_t *module, size_t len,
                  al_result *result) {
     if (!result) return false;
@@ -459,7 +459,7 @@ bool al_run_wasm(const al_policy *policy, const uint8_t *module, size_t len,
         load_module(&rc, module, len))
         run_compiled(&rc);
     else
-        run_refused(&rc);
+        run_finish(&rc);
     return true;
 }
 
@@ -468,12 +468,12 @@ bool sandbox_run_wasm_module(const al_policy *policy, const al_module *module,
     if (!result) return false;
     run_ctx rc;
     if (!run_begin(&rc, policy, result)) {
-        run_refused(&rc);
+        run_finish(&rc);
         return true;
     }
     if (!module) {
         sandbox_set_status(result, AL_STATUS_ERROR, AL_ERR_ARGUMENT, "no module to run");
-        run_refused(&rc);
+        run_finish(&rc);
         return true;
     }
     rc.module = module;

@@ -39,7 +39,17 @@ cleanup() {
     rm -rf "$T"
 }
 trap cleanup EXIT
-( sleep 170; echo "FAIL watchdog: the run took longer than 170 s"; kill -TERM $$ ) &
+# the watchdog's sleep must not hold our stdout open once we are done
+watchdog() {
+    local main=$1 s
+    sleep 170 </dev/null >/dev/null 2>&1 &
+    s=$!
+    trap 'kill $s 2>/dev/null; exit 0' TERM
+    wait "$s"
+    echo "FAIL watchdog: the run took longer than 170 s"
+    kill -TERM "$main"
+}
+watchdog $$ &
 WATCHDOG=$!
 
 # ---- helpers ---------------------------------------------------------------------------
@@ -303,6 +313,19 @@ if want session/command && [ "$HAVE_NATIVE" = true ]; then
     api DELETE "/v1/sessions/$SID"
 fi
 
+if want session/gvisor && [ "$HAVE_GVISOR" = true ]; then
+    # one gVisor sandbox kept across executions: /tmp persists, the workspace is shared
+    post /v1/sessions '{"kind":"command","backend":"gvisor"}'
+    SID=$(jb .id)
+    api PUT "/v1/sessions/$SID/files/in.txt" --data-binary 'to gvisor'
+    post "/v1/sessions/$SID/executions" '{"argv":["/bin/sh","-c","cat /workspace/in.txt; echo kept > /tmp/p"]}'
+    out1=$(jb .stdout)
+    post "/v1/sessions/$SID/executions" '{"argv":["/bin/cat","/tmp/p"]}'
+    [ "$out1" = "to gvisor" ] && [ "$(jb .stdout)" = kept ] && jb .backend | grep -q gvisor &&
+        pass session/gvisor_keeps_sandbox || fail session/gvisor_keeps_sandbox "first: $out1; $(show)"
+    api DELETE "/v1/sessions/$SID"
+fi
+
 if want ratelimit; then
     codes=
     for i in 1 2 3; do
@@ -537,7 +560,7 @@ if want sanitizer; then
 fi
 if want orphans; then
     sleep 0.3
-    left=$(pgrep -af "$T" | grep -v -e pgrep -e "$$" | grep -v 'sleep 170')
+    left=$(pgrep -af "$T" | grep -v -e pgrep)
     [ -z "$left" ] && pass orphans/none_left || fail orphans/none_left "$left"
 fi
 finish

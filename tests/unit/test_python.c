@@ -8,8 +8,8 @@
  *    python with the policy's own arguments; a missing directory is a clear
  *    error;
  *  - on_output sees exactly the bytes the result keeps, stream by stream,
- *    nothing past the caps; for a native program, while it runs (chunks
- *    separated by sleeps arrive before the run ends);
+ *    nothing past the caps; for a native or gVisor program, while it runs
+ *    (chunks separated by sleeps arrive before the run ends);
  *  - a Python session keeps state across executions (`x = 41`, then
  *    `print(x + 1)` prints 42), survives an exception, cannot be ended early
  *    by a fake end marker or by reading the cell channel, keeps each
@@ -21,8 +21,8 @@
  *
  * python.wasm comes from tools/build-python.sh (build/python, found beside
  * this binary as ../../python, or at $AIRLOCK_PYTHON_DIR). Without it every
- * Python test is skipped with a note; the native test skips itself when the
- * host cannot run the native backend.
+ * Python test is skipped with a note; the native and gVisor tests skip
+ * themselves when the host cannot run that backend.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -317,17 +317,18 @@ static void test_on_output_wasm(void **state) {
     recorder_free(rec);
 }
 
-/* ---- on_output: native, while the program runs ----------------------------------------------- */
+/* ---- on_output: native and gVisor, while the program runs ------------------------------- */
 
-static void test_on_output_native_streams(void **state) {
+static void expect_streaming(al_isolation isolation) {
     recorder *rec = recorder_new();
     al_policy p;
     al_policy_init(&p);
-    p.isolation = AL_ISOLATION_NATIVE;
-    const char *argv[] = {"/bin/sh", "-c", "echo one; sleep 0.4; echo two >&2; sleep 0.4; echo three"};
+    p.isolation = isolation;
+    const char *argv[] = {"/bin/sh", "-c",
+                          "echo one; sleep 0.4; echo two >&2; sleep 0.4; echo three"};
     p.argv = argv;
     p.argc = 3;
-    p.timeout_ms = 20000;
+    p.timeout_ms = 30000;
     p.on_output = record;
     p.on_output_ctx = rec;
     al_result r;
@@ -349,6 +350,9 @@ static void test_on_output_native_streams(void **state) {
     al_result_free(&r);
     recorder_free(rec);
 }
+
+static void test_on_output_native_streams(void **state) { expect_streaming(AL_ISOLATION_NATIVE); }
+static void test_on_output_gvisor_streams(void **state) { expect_streaming(AL_ISOLATION_GVISOR); }
 
 /* ---- sessions ------------------------------------------------------------------------------ */
 
@@ -441,8 +445,9 @@ static void test_session_fake_end_marker(void **state) {
     al_result r = exec_cell(s, code, 30000);
     assert_int_equal(r.status, AL_STATUS_OK);
     char want_out[256];
-    snprintf(want_out, sizeof want_out, "AIRLOCK-END %032d ok\nAIRLOCK-CELL 0000000005 %s\nafter the fakes\n",
-             0, "ffffffffffffffffffffffffffffffff");
+    snprintf(want_out, sizeof want_out,
+             "AIRLOCK-END %032d ok\nAIRLOCK-CELL 0000000005 %s\nafter the fakes\n", 0,
+             "ffffffffffffffffffffffffffffffff");
     assert_string_equal((char *)r.stdout_data, want_out);
     char want_err[128];
     snprintf(want_err, sizeof want_err, "AIRLOCK-END %032d ok\n", 0);
@@ -458,8 +463,8 @@ static void test_session_reading_stdin_times_out(void **state) {
     SKIP_UNLESS_PYTHON();
     al_policy p = wasm_policy();
     al_python_session *s = session_open(&p);
-    al_result r = exec_cell(s, "import os\nprint('reading', flush=True)\nos.read(0, 100)\nprint('read')",
-                            500);
+    al_result r = exec_cell(
+        s, "import os\nprint('reading', flush=True)\nos.read(0, 100)\nprint('read')", 500);
     assert_int_equal(r.status, AL_STATUS_TIMEOUT);
     assert_string_equal((char *)r.stdout_data, "reading\n");
     al_result_free(&r);
@@ -594,7 +599,8 @@ static void test_session_on_output(void **state) {
     p.on_output_ctx = rec;
     p.stderr_cap = 4;
     al_python_session *s = session_open(&p);
-    al_result r = exec_cell(s, "import sys\nprint('to out')\nprint('to err', file=sys.stderr)\n1/0", 30000);
+    al_result r = exec_cell(
+        s, "import sys\nprint('to out')\nprint('to err', file=sys.stderr)\n1/0", 30000);
     assert_int_equal(r.status, AL_STATUS_EXIT);
     assert_string_equal((char *)r.stderr_data, "to e");
     assert_saw_result(rec, &r); /* the trailer was never handed on */
@@ -727,6 +733,7 @@ int main(void) {
         cmocka_unit_test(test_run_threads_share_the_module),
         cmocka_unit_test(test_on_output_wasm),
         cmocka_unit_test(test_on_output_native_streams),
+        cmocka_unit_test(test_on_output_gvisor_streams),
         cmocka_unit_test(test_session_keeps_state),
         cmocka_unit_test(test_session_exception_keeps_session),
         cmocka_unit_test(test_session_fake_end_marker),
