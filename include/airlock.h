@@ -450,7 +450,7 @@ typedef struct al_session al_session;
 /* The policy (and everything it points to) is copied. NULL on failure. */
 al_session *al_session_open(const al_policy *policy, al_error *error);
 /* Run one program in the session. From `request` only argv, env, stdin,
- * timeout_ms, cpu_time_ms, stdout_cap, stderr_cap and cwd are used; the
+ * timeout_ms, cpu_time_ms, stdout_cap, stderr_cap, cwd and on_output are used; the
  * sandbox itself (directories, memory, processes) is the session's. */
 bool al_session_exec(al_session *session, const al_policy *request, al_result *result);
 void al_session_close(al_session *session);

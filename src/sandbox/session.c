@@ -3,7 +3,7 @@
  *
  * A session owns a deep copy of the policy it was opened with (the caller's
  * strings may go away). Each execution takes only the per-run fields from the
- * request (argv, env, stdin, timeout, CPU time, output caps, cwd); the
+ * request (argv, env, stdin, timeout, CPU time, output caps, cwd, on_output); the
  * sandbox itself — directories, memory, processes, isolation — stays the
  * session's, so a request cannot widen what the session was granted.
  *
