@@ -10,10 +10,13 @@
 #   4. the security battery (tests/security/run.sh);
 #      then the native/gVisor escape battery (tests/sandbox/run.sh)
 #      and the egress tests with real loopback servers (tests/net/run.sh);
+#      then airlockd end to end (tests/service/run.sh) and MCP with the
+#      official npm client (tests/mcp/run.sh);
 #   5. the WASI differential suite against node:wasi (tests/wasi/compare-node.sh);
 #   6. a short libFuzzer run of decode+validate+instantiate+call
-#      (tests/fuzz/short.sh, $AIRLOCK_FUZZ_SECONDS, default 20; then 5 s each of
-#      the TLS SNI parser, the HTTP request-head parser and the policy file).
+#      (tests/fuzz/short.sh, $AIRLOCK_FUZZ_SECONDS, default 20; then a few seconds
+#      each of the TLS SNI parser, the HTTP request-head parser, the policy file,
+#      airlockd's request bodies and its YAML config).
 # Scripts (2, 3) print "N passed, N failed" as their last line; those are
 # summed, and a script exiting non-zero without reporting a failure counts as
 # one. The last line printed is the grand total, "N passed, N failed"; the exit
@@ -102,6 +105,14 @@ echo "== tests/sandbox/run.sh (native and gVisor backends) =="
 run_counting_script tests/sandbox/run.sh
 echo "== tests/net/run.sh (network egress through the proxy) =="
 AIRLOCK=build/asan/airlock run_counting_script tests/net/run.sh
+
+echo
+echo "== tests/service/run.sh (airlockd: HTTP API, sessions, audit, signals) =="
+run_counting_script tests/service/run.sh
+
+echo
+echo "== tests/mcp/run.sh (MCP over stdio and HTTP with the official npm client) =="
+run_counting_script tests/mcp/run.sh
 
 echo
 echo "== tests/wasi/compare-node.sh (WASI behaviour against node:wasi) =="
