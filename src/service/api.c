@@ -804,6 +804,7 @@ bool svc_api_is_execution(const svc_http_request *req) {
     case R_EXECUTIONS:
     case R_SESSION_EXEC:
     case R_MCP: return is_method(req, "POST");
+    case R_SESSIONS: return is_method(req, "POST"); /* may evict (close) another session */
     case R_SESSION: return is_method(req, "DELETE");
     case R_SESSION_FILE: return is_method(req, "PUT") || is_method(req, "GET");
     default: return false;

@@ -535,11 +535,29 @@ static void job_register(svc_http *h, job *j) {
     pthread_mutex_unlock(&h->mu);
 }
 
-static enum MHD_Result pool_full(struct MHD_Connection *conn, conn_req *cr, svc_http *h) {
+static bool stopping(svc_http *h) {
+    pthread_mutex_lock(&h->mu);
+    bool yes = h->stopping;
+    pthread_mutex_unlock(&h->mu);
+    return yes;
+}
+
+/* The pool refused a job: full (429), or shutting down (503). */
+static void refused_response(svc_http *h, svc_http_response *r) {
+    if (stopping(h)) {
+        error_response(r, 503, "unavailable", "the daemon is shutting down");
+        snprintf(r->retry_after, sizeof r->retry_after, "5");
+        return;
+    }
     svc_metrics_denied(svc_metrics_of(h->s), "queue_full", 1);
-    return respond_error_now(conn, cr, 429, "queue_full",
-                             "every worker is busy and the queue is full; retry later",
-                             RETRY_AFTER_FULL);
+    error_response(r, 429, "queue_full", "every worker is busy and the queue is full; retry later");
+    snprintf(r->retry_after, sizeof r->retry_after, RETRY_AFTER_FULL);
+}
+
+static enum MHD_Result pool_full(struct MHD_Connection *conn, conn_req *cr, svc_http *h) {
+    svc_http_response r;
+    refused_response(h, &r);
+    return respond_now(conn, cr, &r);
 }
 
 /* Hand the request to the pool, streamed: the SSE response goes out now. */
@@ -592,10 +610,7 @@ static enum MHD_Result dispatch(struct MHD_Connection *conn, conn_req *cr, const
         job_free(j);
         cr->dispatched = false;
         svc_http_response r;
-        svc_metrics_denied(svc_metrics_of(h->s), "queue_full", 1);
-        error_response(&r, 429, "queue_full",
-                       "every worker is busy and the queue is full; retry later");
-        snprintf(r.retry_after, sizeof r.retry_after, RETRY_AFTER_FULL);
+        refused_response(h, &r);
         cr->responded = true;
         queue(conn, &r); /* allowed on a suspended connection */
         MHD_resume_connection(conn);
@@ -635,9 +650,9 @@ static enum MHD_Result begin(listener *l, struct MHD_Connection *conn, void **re
     *req_cls = cr;
     pthread_mutex_lock(&h->mu);
     h->conns++;
-    bool stopping = h->stopping;
+    bool stop = h->stopping;
     pthread_mutex_unlock(&h->mu);
-    if (stopping)
+    if (stop)
         return respond_error_now(conn, cr, 503, "unavailable", "the daemon is shutting down", "5");
     const char *cl = header(conn, MHD_HTTP_HEADER_CONTENT_LENGTH);
     if (cl) {

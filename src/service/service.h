@@ -429,8 +429,9 @@ typedef struct svc_http_response {
 } svc_http_response;
 
 /* Does this route run an execution (so http.c hands it to the pool)? Also
- * true for the other routes that may block: /mcp POSTs, session deletion
- * (a gVisor sandbox to stop) and workspace file transfers. */
+ * true for the other routes that may block: /mcp POSTs, session creation
+ * and deletion (an evicted or deleted gVisor sandbox to stop) and
+ * workspace file transfers. */
 bool svc_api_is_execution(const svc_http_request *req);
 /* Answer one request (blocking for executions). */
 void svc_api_handle(svc *s, const svc_http_request *req, svc_http_response *resp);
