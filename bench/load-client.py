@@ -5,25 +5,34 @@ process in /proc, runs the CLI reference, and prints a markdown report.
 
     AIRLOCK_TOKEN=... bench/load-client.py --url http://127.0.0.1:PORT \
         --pid PID --state-dir DIR --airlock PATH [--clients 16] [--execs 1000]
-        [--warmup 64] [--sessions 16] [--steps 10] [--ref-runs 400]
-        [--ref-parallel 2] [--workers 2] [--queue 64] [--rss-growth-mib 32]
+        [--warmup 64] [--sessions 16] [--steps 10] [--session-rounds 3]
+        [--ref-runs 200] [--ref-parallel 2] [--slices 4] [--workers 2]
+        [--queue 64] [--ceiling 4000] [--rss-growth-mib 32]
 
 Phases, in order (each client is a thread with its own keep-alive
 HTTP/1.1 connection; http.client, python3 stdlib only):
-  1. ceiling:  GET /healthz from every client, to show that this client
-               process can issue far more requests per second than the
-               executions phase needs (it is not the bottleneck);
+  1. ceiling:  --ceiling GET /healthz from every client, to show that this
+               client process issues far more requests per second than the
+               executions need (it is not the bottleneck);
   2. warm-up:  --warmup executions, then the "after warm-up" sample;
-  3. load:     --execs stateless Python executions, request i runs
-               print(sum(range(100 + i))) and must print exactly its sum;
-               latency = request sent to response read, per request;
-  4. sessions: --sessions Python sessions in parallel, each created (201),
-               --steps times `x = <i>` then `print(x)` (must print i),
-               listed, deleted (204), and then GET must be 404;
-  5. settle:   the "end" sample, once the client's connections are closed;
-  6. reference: --ref-runs `airlock python -c ...` processes, --ref-parallel
-               at a time (the CLI path: one process, one interpreter start
-               per execution), same code and checks.
+  3. load and reference, alternating in --slices slices (a shared
+               machine's background load then weighs on both alike):
+               load:      --execs stateless Python executions through the
+                          daemon from --clients clients; request k runs
+                          print(sum(range(100 + k))) and must print exactly
+                          that sum; latency = request sent to response read;
+               reference: --ref-runs `airlock python -c` processes (same
+                          code and checks), --ref-parallel at a time: the
+                          CLI path, one process and interpreter start per
+                          execution, in the same run as the bench rule asks;
+               then the "after load" sample;
+  4. sessions: --session-rounds rounds; in each, --sessions Python
+               sessions in parallel, each created (201), --steps times
+               `x = <i>` then `print(x)` (must print i), listed (all of
+               them), deleted (204), then GET must be 404 and the list
+               empty; RSS is sampled after each round (a leak per session
+               shows as growth from round to round);
+  5. the "end" sample, once the client's connections are closed.
 
 Invariants:
   - a request fails when it gets no response, a status other than the
@@ -284,11 +293,12 @@ def ceiling_phase(args, n):
     return tally, time.perf_counter() - t0
 
 
-def session_phase(args, tally, open_sample):
-    """args.sessions sessions in parallel (see the module comment).
-    open_sample() is called once while every session is open."""
+def session_phase(args, tally, lifecycle, open_sample):
+    """One round: args.sessions sessions in parallel (see the module
+    comment); executions go to tally, create / delete / get-after-delete to
+    lifecycle. open_sample() is called once while every session is open.
+    Returns (seconds, how many GET /v1/sessions listed then)."""
     barrier = threading.Barrier(args.sessions + 1)
-    lifecycle = Tally()  # create / list / delete / get-after-delete
 
     def worker(_):
         c = Client(args.host, args.port, args.token)
@@ -346,7 +356,7 @@ def session_phase(args, tally, open_sample):
         barrier.abort()
     for t in threads:
         t.join()
-    return time.perf_counter() - t0, lifecycle, listed
+    return time.perf_counter() - t0, listed
 
 
 def count_sessions(args):
@@ -368,10 +378,11 @@ def count_sessions(args):
 
 # ---- the CLI reference ---------------------------------------------------------------------
 
-def reference_phase(args):
-    """args.ref_runs `airlock python -c` processes, args.ref_parallel at once."""
-    tally = Tally()
-    counter = iter(range(args.ref_runs))
+def reference_phase(args, n, first, tally):
+    """n `airlock python -c` processes, args.ref_parallel at once; run k
+    (from first) prints sum(range(100 + k)). Returns (wall seconds, CPU
+    seconds of the processes)."""
+    counter = iter(range(first, first + n))
     lock = threading.Lock()
 
     def worker(_):
@@ -400,7 +411,7 @@ def reference_phase(args):
     secs = time.perf_counter() - t0
     c1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (c1.ru_utime + c1.ru_stime) - (c0.ru_utime + c0.ru_stime)
-    return tally, secs, cpu
+    return secs, cpu
 
 
 # ---- the report ----------------------------------------------------------------------------
@@ -449,13 +460,18 @@ def main():
     ap.add_argument("--warmup", type=int, default=64)
     ap.add_argument("--sessions", type=int, default=16)
     ap.add_argument("--steps", type=int, default=10)
+    ap.add_argument("--session-rounds", type=int, default=3)
     ap.add_argument("--ceiling", type=int, default=4000)
-    ap.add_argument("--ref-runs", type=int, default=400)
+    ap.add_argument("--ref-runs", type=int, default=200)
     ap.add_argument("--ref-parallel", type=int, default=2)
+    ap.add_argument("--slices", type=int, default=4)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--queue", type=int, default=64)
     ap.add_argument("--rss-growth-mib", type=float, default=32)
     args = ap.parse_args()
+    if min(args.clients, args.execs, args.sessions, args.session_rounds, args.ref_runs,
+           args.ref_parallel, args.ceiling, args.slices) < 1:
+        sys.exit("load-client: every count must be at least 1")
     args.token = os.environ.get("AIRLOCK_TOKEN", "")
     if not args.token:
         sys.exit("load-client: set AIRLOCK_TOKEN")
@@ -482,33 +498,59 @@ def main():
     warm = settle(pid, start)
     sampler.take_peak_children()
 
-    log(f"== load: {args.execs} executions, {args.clients} clients")
-    load_tally = Tally()
-    cpu1 = resource.getrusage(resource.RUSAGE_SELF)
-    d_cpu1 = proc_sample(pid)
-    load_s = execution_phase(args, args.execs, args.warmup, load_tally)
-    d_cpu2 = proc_sample(pid)
-    cpu2 = resource.getrusage(resource.RUSAGE_SELF)
+    # The load and the reference alternate in slices, so that a change in
+    # the machine's background load (it is shared) weighs on both alike.
+    load_tally, ref_tally = Tally(), Tally()
+    load_s = ref_s = ref_cpu = d_cpu = client_cpu = 0.0
+    slice_ratios = []
+    for i in range(args.slices):
+        n = args.execs * (i + 1) // args.slices - args.execs * i // args.slices
+        m = args.ref_runs * (i + 1) // args.slices - args.ref_runs * i // args.slices
+        log(f"== slice {i + 1} of {args.slices}: {n} executions through airlockd "
+            f"({args.clients} clients), {m} `airlock python -c` ({args.ref_parallel} at a time)")
+        cpu1 = resource.getrusage(resource.RUSAGE_SELF)
+        d1 = proc_sample(pid)
+        secs = execution_phase(args, n, args.warmup + args.execs * i // args.slices, load_tally)
+        d2 = proc_sample(pid)
+        cpu2 = resource.getrusage(resource.RUSAGE_SELF)
+        load_s += secs
+        client_cpu += (cpu2.ru_utime + cpu2.ru_stime) - (cpu1.ru_utime + cpu1.ru_stime)
+        d_cpu += (d2["cpu_s"] - d1["cpu_s"]) if d1 and d2 else float("nan")
+        rsecs, rcpu = reference_phase(args, m, args.ref_runs * i // args.slices, ref_tally)
+        ref_s += rsecs
+        ref_cpu += rcpu
+        if n and m:
+            slice_ratios.append((n / secs) / (m / rsecs))
     after_load = settle(pid, warm)
     load_children = sampler.take_peak_children()
 
-    log(f"== sessions: {args.sessions} x {args.steps} x 2 executions")
-    sess_tally = Tally()
+    sess_tally, life_tally = Tally(), Tally()
     open_state = {}
+    sess_s = 0.0
+    round_rss = []  # VmRSS MiB after each round
+    for r in range(args.session_rounds):
+        log(f"== sessions, round {r + 1} of {args.session_rounds}: "
+            f"{args.sessions} x {args.steps} x 2 executions")
 
-    def open_sample():
-        open_state["sample"] = proc_sample(pid)
-    sess_s, life_tally, listed = session_phase(args, sess_tally, open_sample)
-    listed_after = count_sessions(args)
-    end = settle(pid, warm)
+        def open_sample():
+            open_state.setdefault("sample", proc_sample(pid))
+        secs, listed = session_phase(args, sess_tally, life_tally, open_sample)
+        sess_s += secs
+        listed_after = count_sessions(args)
+        end = settle(pid, warm)
+        round_rss.append(end["rss_kib"] / 1024 if end else float("nan"))
+        if listed != args.sessions:
+            problems.append(f"round {r + 1}: GET /v1/sessions listed {listed} of "
+                            f"{args.sessions} open sessions")
+        if listed_after != 0:
+            problems.append(f"round {r + 1}: GET /v1/sessions lists {listed_after} after "
+                            "every delete")
     sampler.stop.set()
     sampler.join()
     sess_children = sampler.take_peak_children()
     sessions_dir = os.path.join(args.state_dir, "sessions")
     left_dirs = sorted(os.listdir(sessions_dir)) if os.path.isdir(sessions_dir) else []
 
-    log(f"== reference: {args.ref_runs} x airlock python -c, {args.ref_parallel} at a time")
-    ref_tally, ref_s, ref_cpu = reference_phase(args)
 
     # ---- verdicts
     if sampler.gone or end is None:
@@ -531,10 +573,6 @@ def main():
         problems.append(f"children left: {end['children']}")
     if left_dirs:
         problems.append(f"session workspaces left: {left_dirs[:5]}")
-    if listed != args.sessions:
-        problems.append(f"GET /v1/sessions listed {listed} of {args.sessions} open sessions")
-    if listed_after != 0:
-        problems.append(f"GET /v1/sessions lists {listed_after} after every delete")
     growth = (end["rss_kib"] - warm["rss_kib"]) / 1024
     if growth > args.rss_growth_mib:
         problems.append(f"RSS grew {growth:.1f} MiB after warm-up (limit {args.rss_growth_mib})")
@@ -542,9 +580,7 @@ def main():
     # ---- report
     tput = args.execs / load_s
     ref_tput = args.ref_runs / ref_s
-    sess_n = args.sessions * args.steps * 2
-    client_cpu = (cpu2.ru_utime + cpu2.ru_stime) - (cpu1.ru_utime + cpu1.ru_stime)
-    d_cpu = (d_cpu2["cpu_s"] - d_cpu1["cpu_s"]) if d_cpu1 and d_cpu2 else float("nan")
+    sess_n = args.sessions * args.steps * 2 * args.session_rounds
     open_s = open_state.get("sample") or {}
     cpu_model = ""
     with open("/proc/cpuinfo") as f:
@@ -570,19 +606,23 @@ def main():
     row(f"**airlockd: Python executions**, {args.clients} clients", load_tally, load_s, args.execs)
     print(f"| (the same, the daemon's `wall_ms` of each execution: no queueing, no HTTP) | | | | | | "
           f"{latency_cells(load_tally.exec_ms)} |")
-    row(f"airlockd: session executions, {args.sessions} sessions x {args.steps} x "
-        f"(`x = i`, `print(x)`)", sess_tally, sess_s, sess_n)
+    row(f"airlockd: session executions, {args.session_rounds} rounds x {args.sessions} "
+        f"sessions x {args.steps} x (`x = i`, `print(x)`)", sess_tally, sess_s, sess_n)
     row("airlockd: session create, delete, get after delete (404)", life_tally, sess_s)
     row(f"reference: `airlock python -c` processes, {args.ref_parallel} at a time", ref_tally,
         ref_s, args.ref_runs)
     print()
     print(f"**airlockd / CLI throughput: {tput / ref_tput:.2f}x** ({tput:.1f} vs "
-          f"{ref_tput:.1f} executions/s). CPU per execution: airlockd {d_cpu / args.execs * 1000:.0f} ms, "
-          f"CLI {ref_cpu / args.ref_runs * 1000:.0f} ms. Warm-up before the load phase: "
+          f"{ref_tput:.1f} executions/s; per slice "
+          f"{', '.join(f'{x:.2f}' for x in slice_ratios)}). "
+          f"CPU per execution: airlockd {d_cpu / args.execs * 1000:.0f} ms, "
+          f"CLI {ref_cpu / args.ref_runs * 1000:.0f} ms "
+          f"(**{ref_cpu / args.ref_runs / (d_cpu / args.execs):.2f}x less** in airlockd). "
+          "Warm-up before the load phase: "
           f"{args.warmup} executions, {warm_tally.failed} failed. This client's CPU during the "
           f"load phase: {client_cpu:.1f} s in {load_s:.1f} s ({client_cpu / load_s * 100:.0f}% of a core).")
     print()
-    print("| daemon (/proc) | start | after warm-up | after load | sessions open | end | peak |")
+    print("| daemon (/proc) | start | after warm-up | after load | sessions open (round 1) | end | peak |")
     print("|---|---:|---:|---:|---:|---:|---:|")
 
     def cell(s, k, f=str):
@@ -600,7 +640,9 @@ def main():
     print(f"| child processes | {nkids(start)} | {nkids(warm)} | {nkids(after_load)} | "
           f"{nkids(open_s)} | {nkids(end)} | {ceil_children} in `/healthz`'s host probe, "
           f"{load_children} in the load phase, {sess_children} in the sessions phase |")
-    print(f"| sessions listed (`GET /v1/sessions`) | | | | {listed} | {listed_after} | |")
+    print(f"| sessions listed by `GET /v1/sessions` (last round) | | | | {listed} | {listed_after} | |")
+    print(f"| VmRSS MiB after each sessions round | | | | | "
+          f"{', '.join(f'{x:.1f}' for x in round_rss)} | |")
     print(f"| workspaces in state_dir/sessions | | | | | {len(left_dirs)} | |")
     print()
     print(f"RSS from after warm-up to the end: {growth:+.1f} MiB (limit +{args.rss_growth_mib:g}).")

@@ -8,18 +8,19 @@
 # has workers.
 #
 #   bench/load.sh                       from anywhere; builds what it needs
-#   CLIENTS=16 EXECS=1000 SESSIONS=16 STEPS=10 REF_RUNS=400 bench/load.sh
+#   CLIENTS=16 EXECS=1000 SESSIONS=16 STEPS=10 SESSION_ROUNDS=3 REF_RUNS=200 \
+#       bench/load.sh
 #   WORKERS=4 QUEUE=64 bench/load.sh    workers default: the number of cores
 #
 # Writes a markdown report to stdout, progress to stderr; about 2.5 minutes
-# on 2 cores (REF_RUNS=1000 adds about 1.5 minutes: the reference's
-# throughput is runs / wall time, so 400 runs measure it as well).
+# on 2 cores. The reference's throughput is runs / wall time, so 200 runs
+# measure it as well as 1,000 would (which would add about 2.5 minutes).
 #
 # The daemon is a private copy of build/release/airlockd (a concurrent
 # rebuild must not change it mid-run) with a config written here: a mktemp
 # state_dir, no Unix socket, TCP on a free loopback port, one random token
 # (hashed by `airlockd hash-token` from stdin, passed to the client in the
-# environment: never on a command line), workers = WORKERS, queue 64, rate
+# environment: never on a command line), workers = WORKERS, queue QUEUE, rate
 # limits 1,000,000 a minute. It is stopped with SIGTERM and must exit 0.
 # The checks themselves, and what counts as a failure or a leak, are
 # described in bench/load-client.py.
@@ -35,7 +36,8 @@ CLIENTS=${CLIENTS:-16}
 EXECS=${EXECS:-1000}
 SESSIONS=${SESSIONS:-16}
 STEPS=${STEPS:-10}
-REF_RUNS=${REF_RUNS:-400}
+SESSION_ROUNDS=${SESSION_ROUNDS:-3}
+REF_RUNS=${REF_RUNS:-200}
 WORKERS=${WORKERS:-$(nproc)}
 QUEUE=${QUEUE:-64}
 PYDIR=$ROOT/build/python
@@ -105,7 +107,8 @@ rc=0
 AIRLOCK_TOKEN=$TOKEN timeout 900 python3 bench/load-client.py \
     --url "http://127.0.0.1:$PORT" --pid "$DPID" --state-dir "$TMP/state" \
     --airlock "$TMP/bin/airlock" --clients "$CLIENTS" --execs "$EXECS" \
-    --sessions "$SESSIONS" --steps "$STEPS" --ref-runs "$REF_RUNS" \
+    --sessions "$SESSIONS" --steps "$STEPS" --session-rounds "$SESSION_ROUNDS" \
+    --ref-runs "$REF_RUNS" \
     --ref-parallel "$WORKERS" --workers "$WORKERS" --queue "$QUEUE" || rc=1
 
 log "== stopping airlockd"
