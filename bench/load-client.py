@@ -617,7 +617,7 @@ def main():
           f"{', '.join(f'{x:.2f}' for x in slice_ratios)}). "
           f"CPU per execution: airlockd {d_cpu / args.execs * 1000:.0f} ms, "
           f"CLI {ref_cpu / args.ref_runs * 1000:.0f} ms "
-          f"(**{ref_cpu / args.ref_runs / (d_cpu / args.execs):.2f}x less** in airlockd). "
+          f"(CLI / airlockd: **{ref_cpu / args.ref_runs / (d_cpu / args.execs):.2f}x**). "
           "Warm-up before the load phase: "
           f"{args.warmup} executions, {warm_tally.failed} failed. This client's CPU during the "
           f"load phase: {client_cpu:.1f} s in {load_s:.1f} s ({client_cpu / load_s * 100:.0f}% of a core).")

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# load.sh — airlockd under load: 16 concurrent clients over loopback TCP run
-# 1,000 small Python executions (each result checked), then 16 Python
-# sessions do 10 stateful steps each and are deleted; the daemon's memory,
-# fds, threads and child processes are watched in /proc throughout. The
-# reference, measured in the same run: the same kind of execution through the
+# load.sh — airlockd under load (issue 6, reliability): 16 concurrent
+# clients over loopback TCP run 1,000 small Python executions (each result
+# checked); 3 rounds of 16 Python sessions do 10 stateful steps each and are
+# deleted; the daemon's memory, fds, threads and child processes are watched
+# in /proc throughout. The reference, measured in the same run and
+# interleaved with the load in 4 slices: the same executions through the
 # CLI, one `airlock python -c` process each, as many at a time as the daemon
 # has workers.
 #
@@ -11,19 +12,23 @@
 #   CLIENTS=16 EXECS=1000 SESSIONS=16 STEPS=10 SESSION_ROUNDS=3 REF_RUNS=200 \
 #       bench/load.sh
 #   WORKERS=4 QUEUE=64 bench/load.sh    workers default: the number of cores
+#   AIRLOCKD=build/asan/airlockd bench/load.sh
+#                                       another daemon build (the reference
+#                                       is AIRLOCK, default
+#                                       build/release/airlock)
 #
-# Writes a markdown report to stdout, progress to stderr; about 2.5 minutes
-# on 2 cores. The reference's throughput is runs / wall time, so 200 runs
-# measure it as well as 1,000 would (which would add about 2.5 minutes).
+# Writes a markdown report to stdout, progress to stderr; about 2 minutes on
+# 2 idle cores. The reference's throughput is runs / wall time, so 200 runs
+# measure it as well as 1,000 would (which would add about 2 minutes).
 #
-# The daemon is a private copy of build/release/airlockd (a concurrent
-# rebuild must not change it mid-run) with a config written here: a mktemp
-# state_dir, no Unix socket, TCP on a free loopback port, one random token
-# (hashed by `airlockd hash-token` from stdin, passed to the client in the
-# environment: never on a command line), workers = WORKERS, queue QUEUE, rate
-# limits 1,000,000 a minute. It is stopped with SIGTERM and must exit 0.
-# The checks themselves, and what counts as a failure or a leak, are
-# described in bench/load-client.py.
+# The daemon is a private copy of AIRLOCKD (a concurrent rebuild must not
+# change it mid-run) with a config written here: a mktemp state_dir, no Unix
+# socket, TCP on a free loopback port, one random token (hashed by
+# `airlockd hash-token` from stdin, passed to the client in the environment:
+# never on a command line), workers = WORKERS, queue = QUEUE, rate limits
+# 1,000,000 a minute. It is stopped with SIGTERM and must exit 0 and log
+# no sanitizer report. The checks themselves, and what counts as a failure
+# or a leak, are described in bench/load-client.py.
 #
 # Exit status: 0 when no request failed, nothing leaked and the daemon
 # stopped cleanly; 1 otherwise; 2 when something needed is missing.
@@ -40,6 +45,8 @@ SESSION_ROUNDS=${SESSION_ROUNDS:-3}
 REF_RUNS=${REF_RUNS:-200}
 WORKERS=${WORKERS:-$(nproc)}
 QUEUE=${QUEUE:-64}
+AIRLOCKD=${AIRLOCKD:-build/release/airlockd}
+AIRLOCK=${AIRLOCK:-build/release/airlock}
 PYDIR=$ROOT/build/python
 TMP=$(mktemp -d /tmp/airlock-load.XXXXXX)
 DPID=
@@ -58,12 +65,14 @@ trap cleanup EXIT
 
 command -v python3 >/dev/null || { log "$NAME: python3 not found (apt-get install python3)"; exit 2; }
 [ -f "$PYDIR/python.wasm" ] || { log "$NAME: no $PYDIR/python.wasm: run tools/build-python.sh"; exit 2; }
-if [ ! -x build/release/airlockd ] || [ ! -x build/release/airlock ]; then
+if [ ! -x "$AIRLOCKD" ] || [ ! -x "$AIRLOCK" ]; then
     log "== building the release airlockd and airlock"
     flock /tmp/airlock-build.lock make -s -j2 >&2
 fi
+[ -x "$AIRLOCKD" ] && [ -x "$AIRLOCK" ] || { log "$NAME: no $AIRLOCKD or $AIRLOCK"; exit 2; }
 mkdir -p "$TMP/bin" "$TMP/state"
-cp build/release/airlockd build/release/airlock "$TMP/bin/"
+cp "$AIRLOCKD" "$TMP/bin/airlockd"
+cp "$AIRLOCK" "$TMP/bin/airlock"
 # the copies are not beside build/python: name it for both
 export AIRLOCK_PYTHON_DIR=$PYDIR
 
@@ -104,7 +113,7 @@ if ! grep -q ' ready ' "$TMP/airlockd.log"; then
 fi
 
 rc=0
-AIRLOCK_TOKEN=$TOKEN timeout 900 python3 bench/load-client.py \
+AIRLOCK_TOKEN=$TOKEN timeout 900 python3 -B bench/load-client.py \
     --url "http://127.0.0.1:$PORT" --pid "$DPID" --state-dir "$TMP/state" \
     --airlock "$TMP/bin/airlock" --clients "$CLIENTS" --execs "$EXECS" \
     --sessions "$SESSIONS" --steps "$STEPS" --session-rounds "$SESSION_ROUNDS" \
