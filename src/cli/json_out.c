@@ -27,36 +27,9 @@
 #include <string.h>
 
 #include "run.h"
-
-/* Length of the well-formed UTF-8 sequence at s (1..4), or 0 when ill-formed;
- * *bad is then the length of the maximal ill-formed subpart (at least 1). */
-static size_t utf8_sequence(const uint8_t *s, size_t avail, size_t *bad) {
-    uint8_t b = s[0];
-    size_t need;
-    uint8_t lo = 0x80, hi = 0xBF; /* allowed range of the second byte */
-    if (b < 0x80) return 1;
-    if (b >= 0xC2 && b <= 0xDF) need = 2;
-    else if (b >= 0xE0 && b <= 0xEF) {
-        need = 3;
-        if (b == 0xE0) lo = 0xA0;      /* no overlongs */
-        else if (b == 0xED) hi = 0x9F; /* no surrogates */
-    } else if (b >= 0xF0 && b <= 0xF4) {
-        need = 4;
-        if (b == 0xF0) lo = 0x90;      /* no overlongs */
-        else if (b == 0xF4) hi = 0x8F; /* nothing past U+10FFFF */
-    } else {
-        *bad = 1;
-        return 0;
-    }
-    size_t i = 1;
-    for (; i < need && i < avail; i++) {
-        uint8_t c = s[i];
-        if (i == 1 ? (c < lo || c > hi) : (c < 0x80 || c > 0xBF)) break;
-    }
-    if (i == need) return need;
-    *bad = i;
-    return 0;
-}
+/* svc_utf8_sequence, the decoder airlockd's result JSON uses too (by its
+ * path: the CLI is built without -Isrc/service). */
+#include "../service/policy_json.h"
 
 static void put_escaped_ascii(FILE *f, uint8_t c) {
     switch (c) {
@@ -75,7 +48,7 @@ static void put_escaped_ascii(FILE *f, uint8_t c) {
 void cli_json_string(FILE *f, const uint8_t *s, size_t len) {
     fputc('"', f);
     for (size_t i = 0; s && i < len;) {
-        size_t bad = 0, n = utf8_sequence(s + i, len - i, &bad);
+        size_t bad = 0, n = svc_utf8_sequence(s + i, len - i, &bad);
         if (n == 1) {
             put_escaped_ascii(f, s[i]);
         } else if (n > 1) {

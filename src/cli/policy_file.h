@@ -9,10 +9,11 @@
  * pointers can be handed to al_exec as they are (al_egress borrows them), so
  * the struct must outlive the al_exec call.
  *
- * Checks here are syntactic only (the CLI sees nothing but airlock.h): a
- * domain is letters, digits, '-' and dots, a CIDR parses with inet_pton, a
- * header has a token name and a value without control bytes. The library
- * checks every rule again and answers status "error" for what it refuses.
+ * Checks here are syntactic only (src/service/policy_json.c, shared with
+ * airlockd's request bodies): a domain is letters, digits, '-' and dots, a
+ * CIDR parses with inet_pton, a header has a token name and a value without
+ * control bytes. The library checks every rule again and answers status
+ * "error" for what it refuses.
  */
 #ifndef AIRLOCK_CLI_POLICY_FILE_H
 #define AIRLOCK_CLI_POLICY_FILE_H
@@ -22,38 +23,18 @@
 #include <stdint.h>
 
 #include "run.h"
+/* By its path: the CLI is built without -Isrc/service, but the egress rules
+ * and their JSON are one implementation for `airlock exec` and airlockd. */
+#include "../service/policy_json.h"
 
 /* The largest policy file read: a policy is a few rules, not data. */
 #define CLI_POLICY_MAX_BYTES ((size_t)1 << 20)
 
-/* Owned strings, freed together. */
-typedef struct cli_strings {
-    char **items;
-    size_t n;
-} cli_strings;
-
-/* The egress part of a policy as the CLI collects it. Scalars are 0 (or
- * NULL) when not given, so al_policy_init's defaults stay. */
-typedef struct cli_egress {
-    cli_strings strings;                 /* owns every string below */
-    const char **allow_domains;
-    size_t nallow_domains;
-    const char **deny_domains;
-    size_t ndeny_domains;
-    uint16_t *allow_ports;
-    size_t nallow_ports;
-    const char **allow_ips;
-    size_t nallow_ips;
-    al_header_grant *headers;
-    size_t nheaders;
-    al_host_entry *hosts;                /* addresses without brackets */
-    size_t nhosts;
-    uint64_t max_connections;
-    uint64_t max_bytes_per_connection;
-    uint64_t max_bytes;
-    uint64_t idle_timeout_ms;
-    const char *log_path;
-} cli_egress;
+/* Owned strings, freed together, and the egress part of a policy as the
+ * CLI collects it: the types airlockd's request parser uses too (scalars 0
+ * or NULL when not given, so al_policy_init's defaults stay). */
+typedef svc_strings cli_strings;
+typedef svc_egress_rules cli_egress;
 
 /* A parsed policy file. Numbers are 0 when not given. */
 typedef struct cli_policy {

@@ -25,8 +25,9 @@
  *               "idle_timeout_ms": N},     command
  *    "stream": true}
  *
- * Invariants (the rules and messages of src/cli/policy_file.c, which the
- * service cannot link, so its checks are repeated here):
+ * Invariants (the rules, the strict reading and the "egress" object are
+ * policy_json.c's, shared with `airlock exec --policy`, so both say the same
+ * things in the same words):
  *  - strict: an unknown field, a field the kind does not take, a wrong type,
  *    a number out of range (never negative, never 0, never a fraction), a
  *    string with a NUL byte, bad base64 is a false return with one line
@@ -39,23 +40,23 @@
  *    list <= 1024 — checked before anything of that size is allocated;
  *  - egress has no "log" here: a client must not name files the daemon
  *    writes to;
- *  - every allocation of a request is listed in its `owned` list and freed
- *    by svc_request_free, on success and on every error path (a failed parse
- *    leaves *out zeroed);
+ *  - every allocation of a request is in its `owned` pool (or its egress
+ *    rules) and freed by svc_request_free, on success and on every error
+ *    path (a failed parse leaves *out zeroed);
  *  - messages are one printable line (keys echoed in them have control
  *    bytes and quotes replaced); header values are never echoed;
  *  - result JSON is always valid: output bytes that are not well-formed
- *    UTF-8 become U+FFFD, one per maximal ill-formed subpart, exactly as
- *    src/cli/json_out.c does for `airlock exec --json`.
+ *    UTF-8 become U+FFFD, one per maximal ill-formed subpart, by the same
+ *    decoder (svc_utf8_sequence) as src/cli/json_out.c's for
+ *    `airlock exec --json`.
  */
-#include <arpa/inet.h>
-#include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "policy_json.h"
 #include "service.h"
 
 #define MAX_CODE ((size_t)1 << 20)
@@ -64,61 +65,38 @@
 #define MAX_ARGV 4096
 #define MAX_ENV 1024
 #define MAX_DIRS 64
-#define MAX_RULES 1024                          /* per egress list */
 #define MAX_PATH 4095                           /* PATH_MAX - 1 */
 #define MAX_ARG ((size_t)128 << 10)             /* Linux MAX_ARG_STRLEN */
 #define MAX_SESSION_ID 64
-#define MAX_DURATION_MS UINT64_C(1000000000000) /* as the CLI's --timeout */
-#define MAX_IDLE_MS UINT64_C(4294967295)        /* al_egress.idle_timeout_ms is 32-bit */
-#define MAX_BYTES (UINT64_C(1) << 53)           /* exact in every JSON producer */
 #define MIN_MEMORY UINT64_C(65536)              /* one wasm page, as --memory */
 #define MAX_MEMORY (UINT64_C(4) << 30)
-#define MAX_CONNECTIONS 65535
-#define MAX_HEADER_NAME 256
-#define MAX_HEADER_VALUE 8192
 
-static const char oom[] = "out of memory";
+/* "egress": at most 1024 entries per list, rules (and header domains and
+ * names, host addresses) of at most 4096 bytes, header values of at most
+ * 64 KiB before the rule's own 8 KiB check; no "log" (a client must not
+ * name files the daemon writes to). */
+static const svc_egress_limits egress_limits = {1024, 4096, 65536, false};
 
 /* ---- ownership: every allocation of one request ---------------------------------- */
 
-typedef struct owned_list {
-    void **items;
-    size_t n, cap;
-} owned_list;
+/* What svc_exec_request.owned points to: the request's strings and arrays,
+ * and the egress rules its al_egress borrows. */
+typedef struct request_owned {
+    svc_strings pool;
+    svc_egress_rules egress;
+} request_owned;
 
-/* Take ownership of p (NULL stays NULL); on failure p is freed. */
-static void *own(owned_list *o, void *p) {
-    if (!p) return NULL;
-    if (o->n == o->cap) {
-        size_t cap = o->cap ? o->cap * 2 : 16;
-        void **grown = realloc(o->items, cap * sizeof *grown);
-        if (!grown) {
-            free(p);
-            return NULL;
-        }
-        o->items = grown;
-        o->cap = cap;
-    }
-    o->items[o->n++] = p;
-    return p;
-}
-
-/* n zeroed elements of size bytes (at least one byte, so never NULL for 0). */
-static void *own_array(owned_list *o, size_t n, size_t size) {
+/* n zeroed elements of size bytes owned by the pool (never NULL for n = 0:
+ * the pool adds a byte). */
+static void *own_array(request_owned *o, size_t n, size_t size) {
     if (size && n > SIZE_MAX / size) return NULL;
-    return own(o, calloc(n ? n : 1, size));
+    return svc_strings_alloc(&o->pool, n * size);
 }
 
-static char *own_copy(owned_list *o, const char *s, size_t len) {
-    char *copy = own_array(o, len + 1, 1);
-    if (copy) memcpy(copy, s, len);
-    return copy;
-}
-
-static void owned_free(owned_list *o) {
+static void owned_free(request_owned *o) {
     if (!o) return;
-    for (size_t i = 0; i < o->n; i++) free(o->items[i]);
-    free(o->items);
+    svc_strings_free(&o->pool);
+    svc_egress_free(&o->egress);
     free(o);
 }
 
@@ -128,105 +106,13 @@ void svc_request_free(svc_exec_request *r) {
     memset(r, 0, sizeof *r);
 }
 
-/* ---- parse context: the JSON path and the message ----------------------------------- */
-
-typedef struct parse_ctx {
-    char *err;
-    size_t errlen;
-    char path[192]; /* the JSON path being parsed, e.g. egress.headers[0] */
-    size_t pathlen;
-    owned_list *own;
-    svc_exec_request *req;
-} parse_ctx;
-
-/* Append to the path, truncating (never overflowing); returns the length to
- * restore. Control bytes and quotes of keys become '?' (one printable line). */
-static size_t path_key(parse_ctx *c, const char *key) {
-    size_t mark = c->pathlen;
-    if (c->pathlen && c->pathlen < sizeof c->path - 1) c->path[c->pathlen++] = '.';
-    for (const char *k = key; *k && c->pathlen < sizeof c->path - 1; k++) {
-        unsigned char ch = (unsigned char)*k;
-        c->path[c->pathlen++] = ch < 0x20 || ch == 0x7f || ch == '"' ? '?' : (char)ch;
-    }
-    c->path[c->pathlen] = '\0';
-    return mark;
-}
-
-static size_t path_index(parse_ctx *c, size_t i) {
-    size_t mark = c->pathlen, room = sizeof c->path - c->pathlen;
-    int n = snprintf(c->path + c->pathlen, room, "[%zu]", i);
-    if (n > 0) c->pathlen += (size_t)n < room ? (size_t)n : room - 1;
-    return mark;
-}
-
-static void path_reset(parse_ctx *c, size_t mark) {
-    c->pathlen = mark;
-    c->path[mark] = '\0';
-}
-
-/* "PATH: message" into err; always false, for `return fail(...)`. */
-__attribute__((format(printf, 2, 3))) static bool fail(parse_ctx *c, const char *fmt, ...) {
-    char msg[256];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    if (c->pathlen) snprintf(c->err, c->errlen, "%s: %s", c->path, msg);
-    else snprintf(c->err, c->errlen, "%s", msg);
-    return false;
-}
-
-static bool unknown_field(parse_ctx *c) {
-    snprintf(c->err, c->errlen, "unknown field \"%s\"", c->path);
-    return false;
-}
-
-static bool out_of_memory(parse_ctx *c) {
-    snprintf(c->err, c->errlen, "%s", oom);
-    return false;
-}
-
-/* A rule check's answer (NULL: fine) as an error at the current path. */
-static bool rule(parse_ctx *c, const char *why) {
-    if (!why) return true;
-    if (why == oom) return out_of_memory(c);
-    return fail(c, "%s", why);
-}
-
-static bool get_uint(parse_ctx *c, json_t *v, uint64_t min, uint64_t max, uint64_t *out) {
-    if (!json_is_integer(v) || json_integer_value(v) < 0 ||
-        (uint64_t)json_integer_value(v) < min || (uint64_t)json_integer_value(v) > max)
-        return fail(c, "expected an integer %" PRIu64 "..%" PRIu64, min, max);
-    *out = (uint64_t)json_integer_value(v);
-    return true;
-}
-
-/* A string without NUL bytes (C would see only its first part), at most max
- * bytes; *len is its length. */
-static bool get_string(parse_ctx *c, json_t *v, size_t max, const char **out, size_t *len) {
-    if (!json_is_string(v)) return fail(c, "expected a string");
-    const char *s = json_string_value(v);
-    size_t n = json_string_length(v);
-    if (memchr(s, '\0', n)) return fail(c, "the string contains a NUL byte");
-    if (n > max) return fail(c, "longer than %zu bytes", max);
-    *out = s;
-    if (len) *len = n;
-    return true;
-}
-
-/* An owned copy of a string value. */
-static bool copy_string(parse_ctx *c, json_t *v, size_t max, char **out) {
+/* An owned copy of a string value of at most max bytes. */
+static bool copy_string(svc_json_ctx *c, request_owned *o, json_t *v, size_t max, char **out) {
     const char *s;
     size_t n;
-    if (!get_string(c, v, max, &s, &n)) return false;
-    *out = own_copy(c->own, s, n);
-    return *out ? true : out_of_memory(c);
-}
-
-static bool get_array(parse_ctx *c, json_t *v, size_t max, const char *what) {
-    if (!json_is_array(v)) return fail(c, "expected an array of %s", what);
-    if (json_array_size(v) > max) return fail(c, "at most %zu entries", max);
-    return true;
+    if (!svc_json_string(c, v, max, &s, &n)) return false;
+    *out = svc_strings_copy(&o->pool, s, n);
+    return svc_json_rule(c, *out ? NULL : svc_oom);
 }
 
 /* ---- base64 (RFC 4648, standard alphabet, padded; nothing else) -------------------- */
@@ -268,320 +154,47 @@ static const char *b64_decode(const char *s, size_t n, uint8_t *out, size_t *out
 }
 
 /* A base64 string decoded into owned bytes, at most max of them. */
-static bool get_base64(parse_ctx *c, json_t *v, size_t max, uint8_t **out, size_t *outlen) {
+static bool get_base64(svc_json_ctx *c, request_owned *o, json_t *v, size_t max, uint8_t **out,
+                       size_t *outlen) {
     const char *s;
     size_t n;
     /* 4 characters per 3 bytes: refuse what cannot fit before decoding */
-    if (!get_string(c, v, (max + 2) / 3 * 4, &s, &n)) {
+    if (!svc_json_string(c, v, (max + 2) / 3 * 4, &s, &n)) {
         if (json_is_string(v) && json_string_length(v) > (max + 2) / 3 * 4)
-            return fail(c, "more than %zu bytes once decoded", max);
+            return svc_json_fail(c, "more than %zu bytes once decoded", max);
         return false;
     }
-    uint8_t *buf = own_array(c->own, n / 4 * 3 + 1, 1);
-    if (!buf) return out_of_memory(c);
+    uint8_t *buf = own_array(o, n / 4 * 3 + 1, 1);
+    if (!buf) return svc_json_rule(c, svc_oom);
     size_t len = 0;
-    if (!rule(c, b64_decode(s, n, buf, &len))) return false;
-    if (len > max) return fail(c, "more than %zu bytes once decoded", max);
+    if (!svc_json_rule(c, b64_decode(s, n, buf, &len))) return false;
+    if (len > max) return svc_json_fail(c, "more than %zu bytes once decoded", max);
     *out = buf;
     *outlen = len;
     return true;
 }
 
-/* ---- syntax of the egress rules (as src/cli/policy_file.c) -------------------------- */
-
-static bool is_alnum(char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-}
-
-/* A DNS name: labels of letters, digits and '-' (1..63 bytes), at most 253
- * bytes, one trailing dot allowed; with wildcard_ok a leading "*." too. */
-static const char *domain_problem(const char *s, bool wildcard_ok) {
-    static const char bad[] = "not a domain name (letters, digits, '-' and dots; a rule may "
-                              "start with \"*.\")";
-    static const char bad_host[] = "not a domain name (letters, digits, '-' and dots)";
-    const char *why = wildcard_ok ? bad : bad_host;
-    if (wildcard_ok && s[0] == '*' && s[1] == '.') s += 2;
-    size_t len = strlen(s);
-    if (len > 0 && s[len - 1] == '.') len--;
-    if (len == 0 || len > 253) return why;
-    size_t label = 0;
-    for (size_t i = 0; i < len; i++) {
-        if (s[i] == '.') {
-            if (label == 0) return why;
-            label = 0;
-            continue;
-        }
-        if (!is_alnum(s[i]) && s[i] != '-') return why;
-        if (++label > 63) return why;
-    }
-    return label ? NULL : why;
-}
-
-/* ADDRESS[/PREFIX] with an IPv4 or IPv6 address and a prefix that fits. */
-static const char *cidr_problem(const char *s) {
-    static const char bad[] = "not a CIDR (expected ADDRESS[/PREFIX], e.g. 10.0.0.0/8, "
-                              "192.0.2.7 or fd00::/8)";
-    const char *slash = strchr(s, '/');
-    size_t alen = slash ? (size_t)(slash - s) : strlen(s);
-    char addr[INET6_ADDRSTRLEN];
-    unsigned char bin[16];
-    if (alen == 0 || alen >= sizeof addr) return bad;
-    memcpy(addr, s, alen);
-    addr[alen] = '\0';
-    unsigned max;
-    if (inet_pton(AF_INET, addr, bin) == 1) max = 32;
-    else if (inet_pton(AF_INET6, addr, bin) == 1) max = 128;
-    else return bad;
-    if (!slash) return NULL;
-    const char *p = slash + 1;
-    size_t digits = strspn(p, "0123456789");
-    if (digits == 0 || digits > 3 || p[digits] != '\0') return bad;
-    if ((unsigned)atoi(p) > max) return bad;
-    return NULL;
-}
-
-/* An RFC 9110 token: a name with ':' or a space would write another header. */
-static const char *header_name_problem(const char *s) {
-    size_t n = strlen(s);
-    if (n == 0) return "empty header name";
-    if (n > MAX_HEADER_NAME) return "header name too long";
-    for (; *s; s++)
-        if (!is_alnum(*s) && !strchr("!#$%&'*+-.^_`|~", *s))
-            return "the header name is not an HTTP token (letters, digits, !#$%&'*+-.^_`|~)";
-    return NULL;
-}
-
-/* CR or LF would end the header line early: request splitting. */
-static const char *header_value_problem(const char *s) {
-    size_t n = strlen(s);
-    if (n == 0) return "empty header value";
-    if (n > MAX_HEADER_VALUE) return "header value too long (at most 8192 bytes)";
-    for (; *s; s++) {
-        unsigned char ch = (unsigned char)*s;
-        if ((ch < 0x20 && ch != '\t') || ch == 0x7f)
-            return "the header value contains CR, LF or another control character";
-    }
-    return NULL;
-}
-
-/* IPv4, or IPv6 bare or in brackets; start/len give the address itself. */
-static const char *host_address_problem(const char *s, const char **start, size_t *len) {
-    static const char bad[] = "not an IP address (expected e.g. 192.0.2.7 or [2001:db8::7])";
-    char addr[INET6_ADDRSTRLEN];
-    unsigned char bin[16];
-    size_t n = strlen(s);
-    bool bracketed = n >= 2 && s[0] == '[' && s[n - 1] == ']';
-    if (bracketed) {
-        s++;
-        n -= 2;
-    }
-    if (n == 0 || n >= sizeof addr) return bad;
-    memcpy(addr, s, n);
-    addr[n] = '\0';
-    bool v4 = !bracketed && inet_pton(AF_INET, addr, bin) == 1;
-    if (!v4 && inet_pton(AF_INET6, addr, bin) != 1) return bad;
-    *start = s;
-    *len = n;
-    return NULL;
-}
-
-/* ---- egress ---------------------------------------------------------------------------- */
-
-typedef const char *(*string_rule)(const char *s);
-static const char *allow_domain_rule(const char *s) { return domain_problem(s, true); }
-
-/* An array of strings, each checked by check, as an owned const char *[]. */
-static bool rule_list(parse_ctx *c, json_t *v, string_rule check, const char *const **out,
-                      size_t *n) {
-    if (!get_array(c, v, MAX_RULES, "strings")) return false;
-    size_t count = json_array_size(v);
-    const char **list = own_array(c->own, count, sizeof *list);
-    if (!list) return out_of_memory(c);
-    for (size_t i = 0; i < count; i++) {
-        size_t mark = path_index(c, i);
-        char *s = NULL;
-        bool ok = copy_string(c, json_array_get(v, i), 4096, &s) && rule(c, check(s));
-        path_reset(c, mark);
-        if (!ok) return false;
-        list[i] = s;
-    }
-    *out = list;
-    *n = count;
-    return true;
-}
-
-static bool port_list(parse_ctx *c, json_t *v, al_egress *e) {
-    if (!get_array(c, v, MAX_RULES, "port numbers")) return false;
-    size_t count = json_array_size(v);
-    uint16_t *ports = own_array(c->own, count, sizeof *ports);
-    if (!ports) return out_of_memory(c);
-    for (size_t i = 0; i < count; i++) {
-        size_t mark = path_index(c, i);
-        uint64_t port = 0;
-        bool ok = get_uint(c, json_array_get(v, i), 1, 65535, &port);
-        path_reset(c, mark);
-        if (!ok) return false;
-        ports[i] = (uint16_t)port;
-    }
-    e->allow_ports = ports;
-    e->nallow_ports = count;
-    return true;
-}
-
-/* Every key of obj must be one of the NULL-terminated names. */
-static bool only_fields(parse_ctx *c, json_t *obj, const char *const *names) {
-    const char *key;
-    json_t *v;
-    json_object_foreach(obj, key, v) {
-        size_t k = 0;
-        while (names[k] && strcmp(names[k], key) != 0) k++;
-        if (!names[k]) {
-            path_key(c, key);
-            return unknown_field(c);
-        }
-    }
-    return true;
-}
-
-/* A required string member of an object element (owned copy). */
-static bool member(parse_ctx *c, json_t *obj, const char *key, size_t max, char **out) {
-    json_t *v = json_object_get(obj, key);
-    if (!v) return fail(c, "missing field \"%s\"", key);
-    size_t mark = path_key(c, key);
-    bool ok = copy_string(c, v, max, out);
-    path_reset(c, mark);
-    return ok;
-}
-
-static bool one_header(parse_ctx *c, json_t *h, al_header_grant *g) {
-    static const char *const names[] = {"domain", "name", "value", NULL};
-    char *domain, *name, *value;
-    if (!json_is_object(h)) return fail(c, "expected an object {\"domain\", \"name\", \"value\"}");
-    if (!only_fields(c, h, names) || !member(c, h, "domain", 4096, &domain) ||
-        !member(c, h, "name", 4096, &name) || !member(c, h, "value", 65536, &value))
-        return false;
-    const char *why = domain_problem(domain, true);
-    if (!why) why = header_name_problem(name);
-    if (!why) why = header_value_problem(value); /* names the problem, never the value */
-    if (why) return rule(c, why);
-    *g = (al_header_grant){domain, name, value};
-    return true;
-}
-
-static bool header_list(parse_ctx *c, json_t *v, al_egress *e) {
-    if (!get_array(c, v, MAX_RULES, "header objects")) return false;
-    size_t count = json_array_size(v);
-    al_header_grant *headers = own_array(c->own, count, sizeof *headers);
-    if (!headers) return out_of_memory(c);
-    for (size_t i = 0; i < count; i++) {
-        size_t mark = path_index(c, i);
-        bool ok = one_header(c, json_array_get(v, i), &headers[i]);
-        path_reset(c, mark);
-        if (!ok) return false;
-    }
-    e->headers = headers;
-    e->nheaders = count;
-    return true;
-}
-
-static bool host_map(parse_ctx *c, json_t *v, al_egress *e) {
-    if (!json_is_object(v)) return fail(c, "expected an object {\"name\": \"address\"}");
-    if (json_object_size(v) > MAX_RULES) return fail(c, "at most %d entries", MAX_RULES);
-    al_host_entry *hosts = own_array(c->own, json_object_size(v), sizeof *hosts);
-    if (!hosts) return out_of_memory(c);
-    size_t n = 0;
-    const char *key;
-    json_t *addr;
-    json_object_foreach(v, key, addr) {
-        size_t mark = path_key(c, key);
-        const char *s, *start = NULL;
-        size_t len = 0;
-        const char *why = domain_problem(key, false);
-        bool ok = rule(c, why) && get_string(c, addr, 4096, &s, NULL) &&
-                  rule(c, host_address_problem(s, &start, &len));
-        if (ok) {
-            hosts[n].name = own_copy(c->own, key, strlen(key));
-            hosts[n].address = own_copy(c->own, start, len);
-            ok = (hosts[n].name && hosts[n].address) || out_of_memory(c);
-        }
-        path_reset(c, mark);
-        if (!ok) return false;
-        n++;
-    }
-    e->hosts = hosts;
-    e->nhosts = n;
-    return true;
-}
-
-static bool egress_scalar(parse_ctx *c, const char *key, json_t *v, al_egress *e, bool *known) {
-    uint64_t n = 0;
-    *known = true;
-    if (!strcmp(key, "max_connections")) {
-        if (!get_uint(c, v, 1, MAX_CONNECTIONS, &n)) return false;
-        e->max_connections = (uint32_t)n;
-    } else if (!strcmp(key, "max_bytes_per_connection")) {
-        if (!get_uint(c, v, 1, MAX_BYTES, &e->max_bytes_per_connection)) return false;
-    } else if (!strcmp(key, "max_bytes")) {
-        if (!get_uint(c, v, 1, MAX_BYTES, &e->max_bytes)) return false;
-    } else if (!strcmp(key, "idle_timeout_ms")) {
-        if (!get_uint(c, v, 1, MAX_IDLE_MS, &n)) return false;
-        e->idle_timeout_ms = (uint32_t)n;
-    } else {
-        *known = false;
-    }
-    return true;
-}
-
-static bool egress_field(parse_ctx *c, const char *key, json_t *v, void *target) {
-    al_egress *e = target;
-    if (!strcmp(key, "allow_domains"))
-        return rule_list(c, v, allow_domain_rule, &e->allow_domains, &e->nallow_domains);
-    if (!strcmp(key, "deny_domains"))
-        return rule_list(c, v, allow_domain_rule, &e->deny_domains, &e->ndeny_domains);
-    if (!strcmp(key, "allow_ips")) return rule_list(c, v, cidr_problem, &e->allow_ips, &e->nallow_ips);
-    if (!strcmp(key, "allow_ports")) return port_list(c, v, e);
-    if (!strcmp(key, "headers")) return header_list(c, v, e);
-    if (!strcmp(key, "hosts")) return host_map(c, v, e);
-    bool known = false;
-    bool ok = egress_scalar(c, key, v, e, &known);
-    return known ? ok : unknown_field(c);
-}
-
 /* ---- the top level ---------------------------------------------------------------------- */
 
-typedef bool (*field_fn)(parse_ctx *c, const char *key, json_t *v, void *target);
-
-static bool each_field(parse_ctx *c, json_t *obj, field_fn field, void *target) {
-    if (!json_is_object(obj)) return fail(c, "expected an object");
-    const char *key;
-    json_t *v;
-    json_object_foreach(obj, key, v) {
-        size_t mark = path_key(c, key);
-        bool ok = field(c, key, v, target);
-        path_reset(c, mark);
-        if (!ok) return false;
-    }
-    return true;
-}
-
 /* "env": {"K": "V"} -> "K=V"; a '=' in K would move the split. */
-static bool env_map(parse_ctx *c, json_t *v, svc_exec_request *r) {
-    if (!json_is_object(v)) return fail(c, "expected an object {\"NAME\": \"value\"}");
-    if (json_object_size(v) > MAX_ENV) return fail(c, "at most %d variables", MAX_ENV);
-    r->env = own_array(c->own, json_object_size(v), sizeof *r->env);
-    if (!r->env) return out_of_memory(c);
+static bool env_map(svc_json_ctx *c, json_t *v, svc_exec_request *r) {
+    request_owned *o = r->owned;
+    if (!json_is_object(v)) return svc_json_fail(c, "expected an object {\"NAME\": \"value\"}");
+    if (json_object_size(v) > MAX_ENV) return svc_json_fail(c, "at most %d variables", MAX_ENV);
+    r->env = own_array(o, json_object_size(v), sizeof *r->env);
+    if (!r->env) return svc_json_rule(c, svc_oom);
     const char *key;
     json_t *val;
     json_object_foreach(v, key, val) {
-        if (!key[0]) return fail(c, "empty variable name"); /* no "env." path */
-        size_t mark = path_key(c, key), klen = strlen(key), vlen = 0;
+        if (!key[0]) return svc_json_fail(c, "empty variable name"); /* no "env." path */
+        size_t mark = svc_json_path_key(c, key), klen = strlen(key), vlen = 0;
         const char *value;
-        bool ok = get_string(c, val, MAX_ARG, &value, &vlen);
-        if (ok && strchr(key, '=')) ok = fail(c, "a variable name cannot contain '='");
-        if (ok && klen > 4096) ok = fail(c, "variable name longer than 4096 bytes");
-        char *entry = ok ? own_array(c->own, klen + vlen + 2, 1) : NULL;
-        if (ok && !entry) ok = out_of_memory(c);
-        path_reset(c, mark);
+        bool ok = svc_json_string(c, val, MAX_ARG, &value, &vlen);
+        if (ok && strchr(key, '=')) ok = svc_json_fail(c, "a variable name cannot contain '='");
+        if (ok && klen > 4096) ok = svc_json_fail(c, "variable name longer than 4096 bytes");
+        char *entry = ok ? own_array(o, klen + vlen + 2, 1) : NULL;
+        if (ok && !entry) ok = svc_json_rule(c, svc_oom);
+        svc_json_path_reset(c, mark);
         if (!ok) return false;
         memcpy(entry, key, klen);
         entry[klen] = '=';
@@ -593,17 +206,18 @@ static bool env_map(parse_ctx *c, json_t *v, svc_exec_request *r) {
 
 /* An array of strings as owned, NULL-terminated entries; is_argv: a non-empty
  * array whose first entry (the program) is non-empty. */
-static bool string_array(parse_ctx *c, json_t *v, bool is_argv, char ***out, size_t *n) {
-    if (!get_array(c, v, MAX_ARGV, "strings")) return false;
+static bool string_array(svc_json_ctx *c, request_owned *o, json_t *v, bool is_argv, char ***out,
+                         size_t *n) {
+    if (!svc_json_array(c, v, MAX_ARGV, "strings")) return false;
     size_t count = json_array_size(v);
-    if (is_argv && count == 0) return fail(c, "expected at least the program (argv[0])");
-    char **list = own_array(c->own, count + 1, sizeof *list); /* NULL-terminated too */
-    if (!list) return out_of_memory(c);
+    if (is_argv && count == 0) return svc_json_fail(c, "expected at least the program (argv[0])");
+    char **list = own_array(o, count + 1, sizeof *list); /* NULL-terminated too */
+    if (!list) return svc_json_rule(c, svc_oom);
     for (size_t i = 0; i < count; i++) {
-        size_t mark = path_index(c, i);
-        bool ok = copy_string(c, json_array_get(v, i), MAX_ARG, &list[i]);
-        if (ok && is_argv && i == 0 && !list[0][0]) ok = fail(c, "empty program name");
-        path_reset(c, mark);
+        size_t mark = svc_json_path_index(c, i);
+        bool ok = copy_string(c, o, json_array_get(v, i), MAX_ARG, &list[i]);
+        if (ok && is_argv && i == 0 && !list[0][0]) ok = svc_json_fail(c, "empty program name");
+        svc_json_path_reset(c, mark);
         if (!ok) return false;
     }
     *out = list;
@@ -611,56 +225,60 @@ static bool string_array(parse_ctx *c, json_t *v, bool is_argv, char ***out, siz
     return true;
 }
 
-static bool absolute_path(parse_ctx *c, json_t *v, char **out) {
-    if (!copy_string(c, v, MAX_PATH, out)) return false;
-    if ((*out)[0] != '/') return fail(c, "expected an absolute path");
+static bool absolute_path(svc_json_ctx *c, request_owned *o, json_t *v, char **out) {
+    if (!copy_string(c, o, v, MAX_PATH, out)) return false;
+    if ((*out)[0] != '/') return svc_json_fail(c, "expected an absolute path");
     return true;
 }
 
-static bool one_dir(parse_ctx *c, json_t *d, al_dir_grant *g) {
+static bool one_dir(svc_json_ctx *c, request_owned *o, json_t *d, al_dir_grant *g) {
     static const char *const names[] = {"host", "guest", "read_only", NULL};
-    if (!json_is_object(d)) return fail(c, "expected an object {\"host\", \"guest\", \"read_only\"}");
-    if (!only_fields(c, d, names)) return false;
+    if (!json_is_object(d))
+        return svc_json_fail(c, "expected an object {\"host\", \"guest\", \"read_only\"}");
+    if (!svc_json_only_fields(c, d, names)) return false;
     json_t *host = json_object_get(d, "host"), *guest = json_object_get(d, "guest");
     json_t *ro = json_object_get(d, "read_only");
-    if (!host) return fail(c, "missing field \"host\"");
+    if (!host) return svc_json_fail(c, "missing field \"host\"");
     char *h = NULL, *gp = NULL;
-    size_t mark = path_key(c, "host");
-    bool ok = absolute_path(c, host, &h);
-    path_reset(c, mark);
+    size_t mark = svc_json_path_key(c, "host");
+    bool ok = absolute_path(c, o, host, &h);
+    svc_json_path_reset(c, mark);
     if (ok && guest) {
-        mark = path_key(c, "guest");
-        ok = absolute_path(c, guest, &gp);
-        path_reset(c, mark);
+        mark = svc_json_path_key(c, "guest");
+        ok = absolute_path(c, o, guest, &gp);
+        svc_json_path_reset(c, mark);
     }
-    if (ok && ro && !json_is_boolean(ro)) ok = fail(c, "read_only: expected true or false");
+    if (ok && ro && !json_is_boolean(ro))
+        ok = svc_json_fail(c, "read_only: expected true or false");
     if (!ok) return false;
     /* the guest path defaults to the host path; zero trust: read-only by default */
     *g = (al_dir_grant){h, gp ? gp : h, !ro || json_is_true(ro)};
     return true;
 }
 
-static bool dir_list(parse_ctx *c, json_t *v, svc_exec_request *r) {
-    if (!get_array(c, v, MAX_DIRS, "directory objects")) return false;
+static bool dir_list(svc_json_ctx *c, json_t *v, svc_exec_request *r) {
+    request_owned *o = r->owned;
+    if (!svc_json_array(c, v, MAX_DIRS, "directory objects")) return false;
     size_t count = json_array_size(v);
-    r->dirs = own_array(c->own, count, sizeof *r->dirs);
-    if (!r->dirs) return out_of_memory(c);
+    r->dirs = own_array(o, count, sizeof *r->dirs);
+    if (!r->dirs) return svc_json_rule(c, svc_oom);
     for (size_t i = 0; i < count; i++) {
-        size_t mark = path_index(c, i);
-        bool ok = one_dir(c, json_array_get(v, i), &r->dirs[i]);
-        path_reset(c, mark);
+        size_t mark = svc_json_path_index(c, i);
+        bool ok = one_dir(c, o, json_array_get(v, i), &r->dirs[i]);
+        svc_json_path_reset(c, mark);
         if (!ok) return false;
     }
     r->ndirs = count;
     return true;
 }
 
-static bool session_id(parse_ctx *c, json_t *v, char **out) {
-    if (!copy_string(c, v, MAX_SESSION_ID, out)) return false;
-    if (!(*out)[0]) return fail(c, "empty session id");
-    for (const char *p = *out; *p; p++)
-        if (!is_alnum(*p) && *p != '-' && *p != '_')
-            return fail(c, "a session id is letters, digits, '-' and '_'");
+static bool session_id(svc_json_ctx *c, request_owned *o, json_t *v, char **out) {
+    static const char allowed[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                                  "0123456789-_";
+    if (!copy_string(c, o, v, MAX_SESSION_ID, out)) return false;
+    if (!(*out)[0]) return svc_json_fail(c, "empty session id");
+    if ((*out)[strspn(*out, allowed)] != '\0')
+        return svc_json_fail(c, "a session id is letters, digits, '-' and '_'");
     return true;
 }
 
@@ -687,11 +305,11 @@ static const struct {
 /* true when the request's kind takes the field; false with the reason in
  * err when another kind does, or with *known false when no kind does (the
  * caller reports an unknown field). */
-static bool field_allowed(parse_ctx *c, const char *key, bool *known) {
+static bool field_allowed(svc_json_ctx *c, svc_kind kind, const char *key, bool *known) {
     for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
         if (strcmp(fields[i].name, key) != 0) continue;
         *known = true;
-        if (fields[i].kinds & (1u << c->req->kind)) return true;
+        if (fields[i].kinds & (1u << kind)) return true;
         char kinds[64] = "";
         for (unsigned k = 0; k < 3; k++) {
             if (!(fields[i].kinds & (1u << k))) continue;
@@ -699,94 +317,111 @@ static bool field_allowed(parse_ctx *c, const char *key, bool *known) {
             snprintf(kinds + used, sizeof kinds - used, "%s\"%s\"", used ? " or " : "",
                      kind_names[k]);
         }
-        return fail(c, "not for kind \"%s\" (only %s)", kind_names[c->req->kind], kinds);
+        return svc_json_fail(c, "not for kind \"%s\" (only %s)", kind_names[kind], kinds);
     }
     *known = false;
     return false;
 }
 
-static bool stdin_text(parse_ctx *c, json_t *v, svc_exec_request *r) {
+static bool stdin_text(svc_json_ctx *c, json_t *v, svc_exec_request *r) {
+    request_owned *o = r->owned;
     const char *s;
     size_t n;
-    if (!get_string(c, v, MAX_STDIN, &s, &n)) return false;
+    if (!svc_json_string(c, v, MAX_STDIN, &s, &n)) return false;
     /* JSON strings are UTF-8 already; NUL bytes were refused above (use
      * stdin_base64 for binary input) */
-    r->stdin_data = (uint8_t *)own_copy(c->own, s, n);
+    r->stdin_data = (uint8_t *)svc_strings_copy(&o->pool, s, n);
     r->stdin_len = n;
-    return r->stdin_data ? true : out_of_memory(c);
+    return r->stdin_data ? true : svc_json_rule(c, svc_oom);
 }
 
-static bool backend_field(parse_ctx *c, json_t *v, svc_exec_request *r) {
+static bool backend_field(svc_json_ctx *c, json_t *v, svc_exec_request *r) {
     const char *s;
-    if (!get_string(c, v, 16, &s, NULL)) return fail(c, "expected \"native\" or \"gvisor\"");
+    if (!svc_json_string(c, v, 16, &s, NULL))
+        return svc_json_fail(c, "expected \"native\" or \"gvisor\"");
     if (!strcmp(s, "native")) r->backend = AL_ISOLATION_NATIVE;
     else if (!strcmp(s, "gvisor")) r->backend = AL_ISOLATION_GVISOR;
-    else return fail(c, "expected \"native\" or \"gvisor\"");
+    else return svc_json_fail(c, "expected \"native\" or \"gvisor\"");
     return true;
 }
 
-static bool top_field(parse_ctx *c, const char *key, json_t *v, void *target) {
+/* The egress rules live in the request's owned part; r->egress borrows them. */
+static bool egress_field(svc_json_ctx *c, json_t *v, svc_exec_request *r) {
+    request_owned *o = r->owned;
+    if (!svc_egress_parse(c, v, &egress_limits, &o->egress)) return false;
+    svc_egress_fill(&o->egress, &r->egress);
+    return true;
+}
+
+static bool top_field(svc_json_ctx *c, const char *key, json_t *v, void *target) {
     svc_exec_request *r = target;
+    request_owned *o = r->owned;
     bool known = false;
-    if (!field_allowed(c, key, &known)) return known ? false : unknown_field(c);
+    if (!field_allowed(c, r->kind, key, &known)) return known ? false : svc_json_unknown_field(c);
     if (!strcmp(key, "kind")) return true; /* read before the loop */
-    if (!strcmp(key, "code")) return copy_string(c, v, MAX_CODE, &r->code);
-    if (!strcmp(key, "module_base64")) return get_base64(c, v, MAX_MODULE, &r->module, &r->module_len);
-    if (!strcmp(key, "module_path")) return absolute_path(c, v, &r->module_path);
-    if (!strcmp(key, "args")) return string_array(c, v, false, &r->argv, &r->argc);
-    if (!strcmp(key, "argv")) return string_array(c, v, true, &r->argv, &r->argc);
+    if (!strcmp(key, "code")) return copy_string(c, o, v, MAX_CODE, &r->code);
+    if (!strcmp(key, "module_base64"))
+        return get_base64(c, o, v, MAX_MODULE, &r->module, &r->module_len);
+    if (!strcmp(key, "module_path")) return absolute_path(c, o, v, &r->module_path);
+    if (!strcmp(key, "args")) return string_array(c, o, v, false, &r->argv, &r->argc);
+    if (!strcmp(key, "argv")) return string_array(c, o, v, true, &r->argv, &r->argc);
     if (!strcmp(key, "backend")) return backend_field(c, v, r);
     if (!strcmp(key, "env")) return env_map(c, v, r);
     if (!strcmp(key, "stdin")) return stdin_text(c, v, r);
-    if (!strcmp(key, "stdin_base64")) return get_base64(c, v, MAX_STDIN, &r->stdin_data, &r->stdin_len);
-    if (!strcmp(key, "timeout_ms")) return get_uint(c, v, 1, MAX_DURATION_MS, &r->timeout_ms);
-    if (!strcmp(key, "memory_bytes")) return get_uint(c, v, MIN_MEMORY, MAX_MEMORY, &r->memory_bytes);
-    if (!strcmp(key, "fuel")) return get_uint(c, v, 1, MAX_BYTES, &r->fuel);
-    if (!strcmp(key, "session")) return session_id(c, v, &r->session);
+    if (!strcmp(key, "stdin_base64"))
+        return get_base64(c, o, v, MAX_STDIN, &r->stdin_data, &r->stdin_len);
+    if (!strcmp(key, "timeout_ms"))
+        return svc_json_uint(c, v, 1, SVC_JSON_MAX_DURATION_MS, &r->timeout_ms);
+    if (!strcmp(key, "memory_bytes"))
+        return svc_json_uint(c, v, MIN_MEMORY, MAX_MEMORY, &r->memory_bytes);
+    if (!strcmp(key, "fuel")) return svc_json_uint(c, v, 1, SVC_JSON_MAX_BYTES, &r->fuel);
+    if (!strcmp(key, "session")) return session_id(c, o, v, &r->session);
     if (!strcmp(key, "dirs")) return dir_list(c, v, r);
-    if (!strcmp(key, "egress")) return each_field(c, v, egress_field, &r->egress);
+    if (!strcmp(key, "egress")) return egress_field(c, v, r);
     if (!strcmp(key, "stream")) {
-        if (!json_is_boolean(v)) return fail(c, "expected true or false");
+        if (!json_is_boolean(v)) return svc_json_fail(c, "expected true or false");
         r->stream = json_is_true(v);
         return true;
     }
-    return unknown_field(c);
+    return svc_json_unknown_field(c);
 }
 
-static bool read_kind(parse_ctx *c, const json_t *body, svc_exec_request *r) {
+static bool read_kind(svc_json_ctx *c, const json_t *body, svc_exec_request *r) {
     json_t *v = json_object_get(body, "kind");
-    if (!v) return fail(c, "missing field \"kind\" (\"python\", \"wasm\" or \"command\")");
-    size_t mark = path_key(c, "kind");
+    if (!v)
+        return svc_json_fail(c, "missing field \"kind\" (\"python\", \"wasm\" or \"command\")");
+    size_t mark = svc_json_path_key(c, "kind");
     const char *s = NULL;
-    bool ok = get_string(c, v, 16, &s, NULL);
+    bool ok = svc_json_string(c, v, 16, &s, NULL);
     if (ok) {
         unsigned k = 0;
         while (k < 3 && strcmp(s, kind_names[k]) != 0) k++;
         if (k < 3) r->kind = (svc_kind)k;
-        else ok = fail(c, "expected \"python\", \"wasm\" or \"command\"");
+        else ok = svc_json_fail(c, "expected \"python\", \"wasm\" or \"command\"");
     } else {
-        fail(c, "expected \"python\", \"wasm\" or \"command\"");
+        svc_json_fail(c, "expected \"python\", \"wasm\" or \"command\"");
     }
-    path_reset(c, mark);
+    svc_json_path_reset(c, mark);
     return ok;
 }
 
 /* What a kind requires, once every field is read. */
-static bool complete(parse_ctx *c, const json_t *body, svc_exec_request *r) {
+static bool complete(svc_json_ctx *c, const json_t *body, svc_exec_request *r) {
     if (json_object_get(body, "stdin") && json_object_get(body, "stdin_base64"))
-        return fail(c, "give \"stdin\" or \"stdin_base64\", not both");
+        return svc_json_fail(c, "give \"stdin\" or \"stdin_base64\", not both");
     switch (r->kind) {
     case SVC_PYTHON:
-        if (!r->code) return fail(c, "missing field \"code\" (kind \"python\")");
+        if (!r->code) return svc_json_fail(c, "missing field \"code\" (kind \"python\")");
         break;
     case SVC_WASM:
         if (!r->module && !r->module_path)
-            return fail(c, "missing field \"module_base64\" or \"module_path\" (kind \"wasm\")");
+            return svc_json_fail(c, "missing field \"module_base64\" or \"module_path\" "
+                                    "(kind \"wasm\")");
         if (r->module && r->module_path)
-            return fail(c, "give \"module_base64\" or \"module_path\", not both");
+            return svc_json_fail(c, "give \"module_base64\" or \"module_path\", not both");
         break;
     case SVC_COMMAND:
-        if (!r->argv) return fail(c, "missing field \"argv\" (kind \"command\")");
+        if (!r->argv) return svc_json_fail(c, "missing field \"argv\" (kind \"command\")");
         break;
     }
     return true;
@@ -795,56 +430,28 @@ static bool complete(parse_ctx *c, const json_t *body, svc_exec_request *r) {
 bool svc_request_parse(const json_t *body, svc_exec_request *out, char *err, size_t errlen) {
     memset(out, 0, sizeof *out);
     if (errlen) err[0] = '\0';
-    owned_list *o = calloc(1, sizeof *o);
+    request_owned *o = calloc(1, sizeof *o);
     if (!o) {
-        snprintf(err, errlen, "%s", oom);
+        snprintf(err, errlen, "%s", svc_oom);
         return false;
     }
     out->owned = o;
     out->backend = AL_ISOLATION_NATIVE;
-    parse_ctx c = {.err = err, .errlen = errlen, .own = o, .req = out};
-    bool ok = json_is_object(body) ? read_kind(&c, body, out) : fail(&c, "expected a JSON object");
+    svc_json_ctx c = {.err = err, .errlen = errlen};
+    bool ok = json_is_object(body) ? read_kind(&c, body, out)
+                                   : svc_json_fail(&c, "expected a JSON object");
     /* json_object_foreach takes a non-const object; it only reads */
-    ok = ok && each_field(&c, (json_t *)body, top_field, out) && complete(&c, body, out);
+    ok = ok && svc_json_each_field(&c, (json_t *)body, top_field, out) && complete(&c, body, out);
     if (!ok) svc_request_free(out);
     return ok;
 }
 
 /* ---- JSON out ------------------------------------------------------------------------ */
 
-/* Length of the well-formed UTF-8 sequence at s (1..4), or 0 when ill-formed;
- * *bad is then the length of the maximal ill-formed subpart (at least 1).
- * The same as json_out.c's, so the API and the CLI agree byte for byte. */
-static size_t utf8_sequence(const uint8_t *s, size_t avail, size_t *bad) {
-    uint8_t b = s[0];
-    size_t need;
-    uint8_t lo = 0x80, hi = 0xBF;
-    if (b < 0x80) return 1;
-    if (b >= 0xC2 && b <= 0xDF) need = 2;
-    else if (b >= 0xE0 && b <= 0xEF) {
-        need = 3;
-        if (b == 0xE0) lo = 0xA0;      /* no overlongs */
-        else if (b == 0xED) hi = 0x9F; /* no surrogates */
-    } else if (b >= 0xF0 && b <= 0xF4) {
-        need = 4;
-        if (b == 0xF0) lo = 0x90;      /* no overlongs */
-        else if (b == 0xF4) hi = 0x8F; /* nothing past U+10FFFF */
-    } else {
-        *bad = 1;
-        return 0;
-    }
-    size_t i = 1;
-    for (; i < need && i < avail; i++) {
-        uint8_t ch = s[i];
-        if (i == 1 ? (ch < lo || ch > hi) : (ch < 0x80 || ch > 0xBF)) break;
-    }
-    if (i == need) return need;
-    *bad = i;
-    return 0;
-}
-
-/* A JSON string of arbitrary bytes: ill-formed UTF-8 becomes U+FFFD. NULL
- * only when out of memory. */
+/* A JSON string of arbitrary bytes: ill-formed UTF-8 becomes U+FFFD, one per
+ * maximal ill-formed subpart (svc_utf8_sequence, as json_out.c's writer for
+ * the CLI, so the API and the CLI agree byte for byte). NULL only when out
+ * of memory. */
 static json_t *json_bytes(const uint8_t *s, size_t len) {
     if (!s) return json_string("");
     if (len > (SIZE_MAX - 1) / 3) return NULL;
@@ -852,7 +459,7 @@ static json_t *json_bytes(const uint8_t *s, size_t len) {
     if (!buf) return NULL;
     size_t o = 0;
     for (size_t i = 0; i < len;) {
-        size_t bad = 0, n = utf8_sequence(s + i, len - i, &bad);
+        size_t bad = 0, n = svc_utf8_sequence(s + i, len - i, &bad);
         if (n) {
             memcpy(buf + o, s + i, n);
             o += n;

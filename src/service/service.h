@@ -21,6 +21,10 @@
  *               metrics. Shared by the HTTP API and MCP.
  *   request.c   JSON request bodies → svc_exec_request (strict: unknown
  *               fields, wrong types are 400s); results → JSON.
+ *   policy_json.c  (own header, policy_json.h) what request.c shares with
+ *               the CLI's `exec --policy` file: strict JSON reading with
+ *               JSON paths in messages, the "egress" object and its rules,
+ *               the UTF-8 decoding of result JSON.
  *   api.c       the /v1 routes, independent of the HTTP library.
  *   http.c      libmicrohttpd glue: Unix socket + loopback TCP listeners,
  *               body caps (413), suspend/resume around pool jobs.

@@ -63,13 +63,14 @@ done
 echo "built $OUT/fuzz_http_head" >&2
 
 # fuzz_policy_file: the `airlock exec --policy` JSON parser (src/cli/policy_file.c,
-# issue 5) with units.c for the value parsers it shares with the flags; jansson
-# itself is the system's (not instrumented). Objects are prefixed "cli_" so they
+# issue 5) with units.c for the value parsers it shares with the flags and
+# src/service/policy_json.c for the strict reading and egress rules it shares
+# with airlockd; jansson itself is the system's (not instrumented). Objects are prefixed "cli_" so they
 # cannot collide with the engine's.
 pf_objs=()
-for src in src/cli/policy_file.c src/cli/units.c tests/fuzz/fuzz_policy_file.c; do
+for src in src/cli/policy_file.c src/service/policy_json.c src/cli/units.c tests/fuzz/fuzz_policy_file.c; do
     obj=$OBJ/cli_$(basename "${src%.c}").o
-    if [ ! -f "$obj" ] || [ -n "$(find "$src" src/cli/policy_file.h src/cli/run.h src/cli/cli.h include/airlock.h -newer "$obj" 2>/dev/null | head -n 1)" ]; then
+    if [ ! -f "$obj" ] || [ -n "$(find "$src" src/cli/policy_file.h src/service/policy_json.h src/cli/run.h src/cli/cli.h include/airlock.h -newer "$obj" 2>/dev/null | head -n 1)" ]; then
         "$CC" "${CFLAGS[@]}" -Isrc/cli -Iinclude -fsanitize=fuzzer-no-link -c "$src" -o "$obj"
     fi
     pf_objs+=("$obj")
@@ -78,14 +79,15 @@ done
 echo "built $OUT/fuzz_policy_file" >&2
 
 # fuzz_svc_request: airlockd's execution request parser (src/service/request.c,
-# issue 6) behind json_loadb; its result JSON needs al_status_name
+# issue 6) behind json_loadb, with src/service/policy_json.c (its strict
+# reading, egress rules and UTF-8 decoding); its result JSON needs al_status_name
 # (src/sandbox/policy.c, libc only) and al_trap_message (the engine objects
 # built above). Objects are prefixed "svc_" (src/service/api.c and the
 # engine's api.c share a basename).
 sr_objs=()
-for src in src/service/request.c src/sandbox/policy.c tests/fuzz/fuzz_svc_request.c; do
+for src in src/service/request.c src/service/policy_json.c src/sandbox/policy.c tests/fuzz/fuzz_svc_request.c; do
     obj=$OBJ/svc_$(basename "${src%.c}").o
-    if [ ! -f "$obj" ] || [ -n "$(find "$src" src/service/service.h src/sandbox/sandbox.h include/airlock.h -newer "$obj" 2>/dev/null | head -n 1)" ]; then
+    if [ ! -f "$obj" ] || [ -n "$(find "$src" src/service/service.h src/service/policy_json.h src/sandbox/sandbox.h include/airlock.h -newer "$obj" 2>/dev/null | head -n 1)" ]; then
         "$CC" "${CFLAGS[@]}" -Isrc/service -Isrc/sandbox -Isrc/wasi -Isrc/net -Iinclude \
             $(pkg-config --cflags jansson 2>/dev/null) -fsanitize=fuzzer-no-link -c "$src" -o "$obj"
     fi
