@@ -640,35 +640,57 @@ static int open_workspace(const session *se) {
     return open(se->workspace, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 }
 
-bool svc_session_put_file(svc_sessions *s, const char *id, const char *token, const char *path,
-                          const uint8_t *data, size_t len, char *err, size_t errlen) {
+/* A workspace file transfer in progress: the session acquired with its file
+ * lock held, the workspace, and the directory the path's last component
+ * (leaf) is in. parent is -1 (errno in e) when the path could not be opened. */
+typedef struct file_op {
+    session *se;
+    int ws, parent, e;
+    const char *leaf;
+    char buf[PATH_BYTES_MAX + 1];
+} file_op;
+
+/* false (err set) for a malformed path or an unknown session: nothing held. */
+static bool file_op_begin(svc_sessions *s, const char *id, const char *token, const char *path,
+                          bool create_dirs, file_op *op, char *err, size_t errlen) {
     if (!path_ok(path))
         return fail(EINVAL, err, errlen,
                     "a workspace path is relative, without empty, '.' or '..' components");
-    session *se = acquire(s, id, token, false);
-    if (!se) return fail(ENOENT, err, errlen, "no such session");
-    pthread_mutex_lock(&se->files);
+    op->se = acquire(s, id, token, false);
+    if (!op->se) return fail(ENOENT, err, errlen, "no such session");
+    pthread_mutex_lock(&op->se->files);
+    op->e = 0;
+    op->ws = open_workspace(op->se);
+    op->parent = op->ws < 0 ? -1
+                            : open_parent(op->ws, path, op->buf, sizeof op->buf, &op->leaf,
+                                          create_dirs);
+    if (op->parent < 0) op->e = errno;
+    return true;
+}
+
+static void file_op_end(svc_sessions *s, file_op *op) {
+    if (op->parent >= 0) close(op->parent);
+    if (op->ws >= 0) close(op->ws);
+    pthread_mutex_unlock(&op->se->files);
+    release(s, op->se, false);
+}
+
+bool svc_session_put_file(svc_sessions *s, const char *id, const char *token, const char *path,
+                          const uint8_t *data, size_t len, char *err, size_t errlen) {
+    file_op op;
+    if (!file_op_begin(s, id, token, path, true, &op, err, errlen)) return false;
     bool ok = false;
-    int e = 0;
-    char buf[PATH_BYTES_MAX + 1];
-    const char *leaf;
-    int ws = open_workspace(se);
-    int parent = ws < 0 ? -1 : open_parent(ws, path, buf, sizeof buf, &leaf, true);
-    if (parent < 0) {
-        e = errno;
-    } else {
-        uint64_t used = usage_of(ws, 0);
+    if (op.parent >= 0) {
+        uint64_t used = usage_of(op.ws, 0);
         struct stat st;
-        if (fstatat(parent, leaf, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
+        if (fstatat(op.parent, op.leaf, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
             used -= (uint64_t)st.st_size < used ? (uint64_t)st.st_size : used;
-        if (len > s->workspace_bytes || used > s->workspace_bytes - len) e = EFBIG;
-        else if (put_in(parent, leaf, data, len)) ok = true;
-        else e = errno;
-        close(parent);
+        if (len > s->workspace_bytes || used > s->workspace_bytes - len) op.e = EFBIG;
+        else if (put_in(op.parent, op.leaf, data, len)) ok = true;
+        else op.e = errno;
     }
-    if (ws >= 0) close(ws);
-    pthread_mutex_unlock(&se->files);
-    release(s, se, false);
+    int e = op.e;
+    file_op_end(s, &op);
     return ok || path_fail(e, path, err, errlen);
 }
 
@@ -696,31 +718,22 @@ bool svc_session_get_file(svc_sessions *s, const char *id, const char *token, co
                           uint8_t **data, size_t *len, char *err, size_t errlen) {
     *data = NULL;
     *len = 0;
-    if (!path_ok(path))
-        return fail(EINVAL, err, errlen,
-                    "a workspace path is relative, without empty, '.' or '..' components");
-    session *se = acquire(s, id, token, false);
-    if (!se) return fail(ENOENT, err, errlen, "no such session");
-    pthread_mutex_lock(&se->files);
+    file_op op;
+    if (!file_op_begin(s, id, token, path, false, &op, err, errlen)) return false;
     bool ok = false;
-    int e = 0;
-    char buf[PATH_BYTES_MAX + 1];
-    const char *leaf;
-    int ws = open_workspace(se);
-    int parent = ws < 0 ? -1 : open_parent(ws, path, buf, sizeof buf, &leaf, false);
-    /* O_NONBLOCK: a FIFO a guest left must not hang the worker */
-    int fd = parent < 0 ? -1 : open_beneath(parent, leaf, O_RDONLY | O_NONBLOCK, 0);
-    struct stat st;
-    if (fd < 0 || fstat(fd, &st) != 0) e = errno;
-    else if (!S_ISREG(st.st_mode)) e = EISDIR;
-    else if ((uint64_t)st.st_size > s->workspace_bytes) e = EFBIG;
-    else if (read_all(fd, (size_t)st.st_size, data, len)) ok = true;
-    else e = errno;
-    if (fd >= 0) close(fd);
-    if (parent >= 0) close(parent);
-    if (ws >= 0) close(ws);
-    pthread_mutex_unlock(&se->files);
-    release(s, se, false);
+    if (op.parent >= 0) {
+        /* O_NONBLOCK: a FIFO a guest left must not hang the worker */
+        int fd = open_beneath(op.parent, op.leaf, O_RDONLY | O_NONBLOCK, 0);
+        struct stat st;
+        if (fd < 0 || fstat(fd, &st) != 0) op.e = errno;
+        else if (!S_ISREG(st.st_mode)) op.e = EISDIR;
+        else if ((uint64_t)st.st_size > s->workspace_bytes) op.e = EFBIG;
+        else if (read_all(fd, (size_t)st.st_size, data, len)) ok = true;
+        else op.e = errno;
+        if (fd >= 0) close(fd);
+    }
+    int e = op.e;
+    file_op_end(s, &op);
     return ok || path_fail(e, path, err, errlen);
 }
 

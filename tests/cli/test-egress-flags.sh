@@ -15,25 +15,8 @@ set -uo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$ROOT" || exit 2
-A=${AIRLOCK:-build/asan/airlock}
-SUBCOMMAND=exec
-RUN_TIMEOUT=60
-export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
-
-# shellcheck source=tests/cli/lib/report.bash
-source tests/cli/lib/report.bash
-
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-OUT=$TMP/out
-ERR=$TMP/err
-# shellcheck source=tests/cli/lib/expect.bash
-source tests/cli/lib/expect.bash
-
-if [[ ! -x $A ]]; then
-    fail "airlock binary exists" "not found: $A (run make asan)"
-    finish
-fi
+# shellcheck source=tests/cli/lib/exec-setup.bash
+source tests/cli/lib/exec-setup.bash
 
 # ---- flags: exit 2, one line naming the flag ------------------------------------------
 usage_error "bad CIDR prefix" "--allow-ip '10.0.0.0/33': not a CIDR" --allow-ip 10.0.0.0/33 -- /bin/true
