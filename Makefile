@@ -31,9 +31,12 @@ JANSSON_LIBS   := $(shell pkg-config --libs jansson 2>/dev/null || echo -ljansso
 # backends see only the public header (plus their own), like any embedder.
 SANDBOX_SRC := $(wildcard src/sandbox/*.c) $(wildcard src/sandbox/native/*.c) $(wildcard src/sandbox/gvisor/*.c)
 NET_SRC := $(wildcard src/net/*.c)
-ENGINE_SRC := $(wildcard src/engine/*.c) $(wildcard src/wasi/*.c) $(SANDBOX_SRC) $(NET_SRC)
+# plugins (the Extism host ABI, manifests) and capabilities (OCI registry, publication)
+PLUGIN_SRC := $(wildcard src/plugin/*.c)
+CAP_SRC := $(wildcard src/cap/*.c)
+ENGINE_SRC := $(wildcard src/engine/*.c) $(wildcard src/wasi/*.c) $(SANDBOX_SRC) $(NET_SRC) $(PLUGIN_SRC) $(CAP_SRC)
 # libairlock's own dependencies: whoever links it links these too.
-LIB_DEPS := $(JANSSON_LIBS) -lseccomp -lcap -lpthread -lm
+LIB_DEPS := $(JANSSON_LIBS) -lcurl -lsqlite3 -lcrypto -lseccomp -lcap -lpthread -lm
 # libairlock-service: airlockd's internals (HTTP API, MCP, sessions, audit),
 # a caller of airlock.h like the CLI; airlockd and `airlock mcp|audit` link it.
 SERVICE_SRC := $(wildcard src/service/*.c)
@@ -67,6 +70,8 @@ $(call objs,$(1),$(wildcard src/sandbox/*.c)): INCLUDES := -Iinclude -Isrc/wasi 
 $(call objs,$(1),$(wildcard src/sandbox/native/*.c)): INCLUDES := -Iinclude -Isrc/sandbox -Isrc/sandbox/native -Isrc/net
 $(call objs,$(1),$(wildcard src/sandbox/gvisor/*.c)): INCLUDES := -Iinclude -Isrc/sandbox -Isrc/sandbox/gvisor -Isrc/net
 $(call objs,$(1),$(NET_SRC)): INCLUDES := -Iinclude -Isrc/net
+$(call objs,$(1),$(PLUGIN_SRC) $(wildcard tests/unit/test_plugin*.c tests/unit/test_manifest*.c)): INCLUDES := -Iinclude -Isrc/plugin -Isrc/wasi -Isrc/net
+$(call objs,$(1),$(CAP_SRC) $(wildcard tests/unit/test_cap*.c)): INCLUDES := -Iinclude -Isrc/cap
 $(call objs,$(1),$(SERVICE_SRC) $(DAEMON_SRC) src/cli/mcp.c src/cli/audit.c $(wildcard tests/unit/test_svc_*.c)): INCLUDES := -Iinclude -Isrc/service -DAIRLOCK_VERSION='"$(VERSION)"' 
 $(call objs,$(1),tests/unit/test_egress.c tests/unit/test_sni.c tests/unit/test_http_head.c tests/unit/test_proxy.c): INCLUDES := -Iinclude -Isrc/net
 # unit tests of the sandbox internals see the internal headers they test

@@ -361,6 +361,13 @@ typedef struct al_policy {
      * result. Only bytes within the caps are passed. NULL: none. */
     void (*on_output)(void *ctx, int stream, const uint8_t *data, size_t len);
     void *on_output_ctx;
+    /* Cancellation from another thread: when *cancel becomes non-zero (the
+     * embedder stores it with __atomic_store_n), the run is stopped within
+     * about 100 ms, its sandbox torn down, and the result is
+     * AL_STATUS_CANCELLED with cancel_reason in error.message. Read with
+     * __atomic_load_n; must outlive the run. NULL: not cancellable. */
+    const int *cancel;
+    const char *cancel_reason;    /* NULL: "cancelled" */
 } al_policy;
 
 /* Fill with the defaults above (zero trust: nothing granted). */
@@ -379,6 +386,7 @@ typedef enum al_status {
     AL_STATUS_SIGNALED,          /* native/gvisor: ended by a signal (term_signal) */
     AL_STATUS_CPU_LIMIT,         /* native/gvisor: cpu_time_ms used up */
     AL_STATUS_UNSUPPORTED,       /* the host cannot provide this backend (see al_probe_host) */
+    AL_STATUS_CANCELLED,         /* policy->cancel was raised; error.message has the reason */
 } al_status;
 
 /* Limits that took effect during a run (al_result.limits_hit), whether or not
@@ -450,8 +458,10 @@ typedef struct al_session al_session;
 /* The policy (and everything it points to) is copied. NULL on failure. */
 al_session *al_session_open(const al_policy *policy, al_error *error);
 /* Run one program in the session. From `request` only argv, env, stdin,
- * timeout_ms, cpu_time_ms, stdout_cap, stderr_cap, cwd and on_output are used; the
- * sandbox itself (directories, memory, processes) is the session's. */
+ * timeout_ms, cpu_time_ms, stdout_cap, stderr_cap, cwd, on_output and
+ * cancel/cancel_reason are used (a GVISOR session's cancelled execution has
+ * its process group killed; the sandbox lives on); the sandbox itself
+ * (directories, memory, processes) is the session's. */
 bool al_session_exec(al_session *session, const al_policy *request, al_result *result);
 void al_session_close(al_session *session);
 
@@ -483,13 +493,193 @@ bool al_python_run(al_python *py, const al_policy *policy, const char *code, al_
  * is status EXIT, exit_code 1, traceback on stderr; the session goes on.
  * Not thread-safe: one execution at a time per session (a concurrent one
  * is refused); close may be called while one runs on another thread (it
- * returns ERROR). See docs/api.md, "Python". */
+ * returns ERROR). The open policy's cancel flag (which must then outlive
+ * the session) applies to every execution: raised while a cell runs, it
+ * ends the interpreter like a timeout, status CANCELLED; raised before,
+ * the cell is not run (status CANCELLED, the interpreter lives on). See
+ * docs/api.md, "Python". */
 typedef struct al_python_session al_python_session;
 al_python_session *al_python_session_open(al_python *py, const al_policy *policy,
                                           al_error *error);
 bool al_python_session_exec(al_python_session *s, const char *code, uint64_t timeout_ms,
                             al_result *result);
 void al_python_session_close(al_python_session *s);
+
+/* ---- plugins: the host side of the Extism plugin ABI -------------------------
+ * A plugin is a wasm module that imports "extism:host/env" (and, optionally,
+ * wasi_snapshot_preview1: the same capability host as al_run_wasm, with only
+ * the directories the options grant). Every export that takes no parameters
+ * and returns i32 is a callable function: input bytes in, output bytes out,
+ * 0 = success; an error the plugin sets wins over its return code. Memory
+ * handles are u64 offsets into a host-owned buffer (0 is null); the guest
+ * never sees a host pointer. One al_plugin is one instance: vars persist
+ * across calls; calls on one plugin must not overlap (not thread-safe). */
+typedef struct al_kv {
+    const char *key;
+    const char *value;
+} al_kv;
+
+enum { AL_LOG_TRACE = 0, AL_LOG_DEBUG, AL_LOG_INFO, AL_LOG_WARN, AL_LOG_ERROR };
+
+typedef struct al_plugin_options {
+    const al_kv *config;              /* config_get; copied */
+    size_t nconfig;
+    /* HTTP (http_request): refused unless allow_http; then only to these
+     * names ("example.com", "*.example.com"), through the egress policy code:
+     * every resolved address is checked against the deny-list (loopback,
+     * private, metadata, ...) unless allow_ips grants it. */
+    bool allow_http;
+    const char *const *allowed_hosts;
+    size_t nallowed_hosts;
+    const char *const *allow_ips;     /* CIDRs, as al_egress.allow_ips */
+    size_t nallow_ips;
+    const al_host_entry *hosts;       /* static name -> address map (tests, pinning) */
+    size_t nhosts;
+    const al_dir_grant *dirs;         /* WASI preopens (allowed_paths) */
+    size_t ndirs;
+    uint32_t max_pages;               /* linear memory, 64 KiB pages (default 1024 = 64 MiB) */
+    uint64_t max_http_response_bytes; /* default 50 MiB */
+    uint64_t max_var_bytes;           /* all vars together (default 1 MiB; 0: vars disabled,
+                                         as in Extism) */
+    uint64_t max_output_bytes;        /* MAX_ALLOCATION_BYTES: output, error and any one
+                                         allocation (default 10 MiB) */
+    uint64_t timeout_ms;              /* per call; 0 = none */
+    uint64_t fuel;                    /* per call; 0 = unmetered */
+    int log_level;                    /* least AL_LOG_* delivered (default AL_LOG_INFO) */
+    /* log_* from the plugin (and a WASI plugin's stdout at INFO, stderr at
+     * ERROR), at or above log_level; msg is a NUL-terminated copy of len
+     * bytes. NULL: dropped. */
+    void (*on_log)(void *ctx, int level, const char *msg, size_t len);
+    void *on_log_ctx;
+    const int *cancel;                /* as al_policy.cancel */
+} al_plugin_options;
+
+/* Defaults above; nothing granted (no HTTP, no paths, no config). */
+void al_plugin_options_init(al_plugin_options *options);
+
+typedef struct al_plugin al_plugin;
+
+/* Decode, validate, link and instantiate (running _initialize or
+ * __wasm_call_ctors once). The bytes and options are copied. NULL with err
+ * set on failure (malformed module, unknown import, limits). */
+al_plugin *al_plugin_new(const uint8_t *wasm, size_t len, const al_plugin_options *options,
+                         al_error *err);
+void al_plugin_free(al_plugin *plugin);
+
+/* The same in two steps, so that many instances share one decoded module
+ * (a cache of plugins): compile once (thread-safe to share), instantiate
+ * cheaply. A module is freed after every plugin made from it. */
+typedef struct al_plugin_module al_plugin_module;
+al_plugin_module *al_plugin_compile(const uint8_t *wasm, size_t len, al_error *err);
+void al_plugin_module_free(al_plugin_module *module);
+al_plugin *al_plugin_instantiate(const al_plugin_module *module,
+                                 const al_plugin_options *options, al_error *err);
+/* Does the plugin export a callable function (no params, i32 result) of this name? */
+bool al_plugin_has_function(const al_plugin *plugin, const char *function);
+
+/* Call one function. result->stdout_data holds the output bytes, and
+ * result->status says how it ended:
+ *   OK                 returned 0 and set no error;
+ *   EXIT               returned non-zero or set an error: exit_code is the
+ *                      return code, error.message (and stderr_data, whole)
+ *                      the plugin's error text;
+ *   TRAP, FUEL_EXHAUSTED, TIMEOUT, MEMORY_LIMIT, CANCELLED, OUTPUT_TRUNCATED
+ *                      (output or error longer than max_output_bytes: nothing
+ *                      of it is copied), ERROR (no such function, ...):
+ *                      error.message starts "manifest conformance error: "
+ *                      and gives the reason.
+ * After a trap, timeout or exhaustion the instance is discarded and the next
+ * call gets a fresh one (vars are kept: they live in the host). Returns
+ * false only when no result could be produced at all. */
+bool al_plugin_call(al_plugin *plugin, const char *function, const uint8_t *input,
+                    size_t input_len, al_result *result);
+
+/* An Extism manifest (JSON): {"wasm": [{"data"|"path"|"url", "hash", "name"}],
+ * "memory": {"max_pages", "max_http_response_bytes", "max_var_bytes"},
+ * "config": {}, "allowed_hosts": [], "allowed_paths": {"[ro:]HOST": "GUEST"},
+ * "timeout_ms"}. Unknown fields are an error. Relative paths are resolved
+ * against base_dir (NULL: the current directory). */
+typedef struct al_manifest al_manifest;
+al_manifest *al_manifest_parse(const char *json, size_t len, const char *base_dir,
+                               al_error *err);
+void al_manifest_free(al_manifest *manifest);
+/* The manifest's settings as options (defaults where it is silent); the
+ * arrays belong to the manifest. */
+const al_plugin_options *al_manifest_options(const al_manifest *manifest);
+/* Read the module the manifest names (data, path, or url fetched with a
+ * size cap), refuse more than max_bytes (0: 50 MiB) and a SHA-256 mismatch
+ * when a hash is given. *wasm is malloc'ed; the caller frees it. */
+bool al_manifest_load_wasm(const al_manifest *manifest, size_t max_bytes, uint8_t **wasm,
+                           size_t *len, al_error *err);
+
+/* ---- capabilities: plugins in an OCI distribution registry -------------------
+ * A capability is an OCI artifact: the plugin manifest (JSON) as its config
+ * blob (media type application/vnd.airlock.capability.config.v1+json) and the
+ * wasm module as its one layer (application/wasm). The URN
+ * urn:airlock:cap:NAME:VERSION resolves to REGISTRY/NAME:VERSION, and
+ * urn:airlock:cap:NAME@sha256:HEX to that manifest digest. */
+typedef struct al_registry {
+    const char *url;          /* "http://127.0.0.1:5000" (https: verified with ca_file) */
+    const char *ca_file;      /* NULL: the system's */
+    const char *auth_token;   /* sent as "Authorization: Bearer"; NULL: none */
+    size_t max_blob_bytes;    /* default 10 MiB: a larger blob is aborted mid-stream */
+    uint64_t timeout_ms;      /* per request (default 30000) */
+    const char *cache_dir;    /* content-addressed cache of verified blobs; NULL: none */
+} al_registry;
+
+typedef struct al_capability {
+    char name[128];
+    char version[128];
+    char digest[80];          /* "sha256:HEX" of the OCI manifest */
+    char wasm_digest[80];     /* "sha256:HEX" of the module, verified */
+    uint8_t *wasm;            /* owned */
+    size_t wasm_len;
+    char *manifest_json;      /* the plugin manifest (config blob), NUL-terminated, owned */
+    size_t manifest_len;
+    uint64_t bytes_read;      /* bytes received for the module (<= max_blob_bytes + one buffer) */
+    bool from_cache;
+} al_capability;
+
+/* Resolve and fetch: stream the blobs (aborting past max_blob_bytes), verify
+ * every SHA-256, keep the bytes in memory. */
+bool al_cap_fetch(const al_registry *registry, const char *urn, al_capability *out,
+                  al_error *err);
+void al_capability_free(al_capability *cap);
+
+/* Publication: a promotion event (name, version, digests, time) is stored
+ * durably in a SQLite outbox before any push, then pushed; when the registry
+ * cannot be reached it stays queued and al_publisher_retry pushes it later
+ * (with backoff). The same digest published twice is one event. */
+typedef struct al_publisher al_publisher;
+al_publisher *al_publisher_open(const char *db_path, const al_registry *registry,
+                                al_error *err);
+void al_publisher_close(al_publisher *publisher);
+
+typedef struct al_publish_request {
+    const char *name;             /* [a-z0-9]+([._-][a-z0-9]+)*(/...)* */
+    const char *version;          /* a tag: [A-Za-z0-9_][A-Za-z0-9._-]{0,127} */
+    const uint8_t *wasm;          /* a module, or NULL for a composite capability */
+    size_t wasm_len;
+    const char *manifest_json;    /* plugin manifest to store as config; NULL: "{}" */
+    const char *dag_json;         /* composite: the DAG of component URNs; else NULL */
+} al_publish_request;
+
+typedef struct al_publish_receipt {
+    char urn[320];                /* urn:airlock:cap:NAME:VERSION */
+    char digest[80];              /* sha256 of the module (or of the DAG description) */
+    char manifest_digest[80];     /* the OCI manifest's, once pushed */
+    int64_t event_id;
+    bool pushed;                  /* false: queued, will be retried */
+    bool duplicate;               /* this digest was already published under this name:version */
+    char last_error[256];
+} al_publish_receipt;
+
+bool al_publish(al_publisher *publisher, const al_publish_request *request,
+                al_publish_receipt *receipt, al_error *err);
+/* Push every queued event that is due (backoff doubles from 1 s to 5 min);
+ * with force, ignore the backoff. Counts what was pushed and what is still queued. */
+bool al_publisher_retry(al_publisher *publisher, bool force, unsigned *pushed,
+                        unsigned *pending, al_error *err);
 
 /* ---- the host: what works here ----------------------------------------------- */
 typedef struct al_host_report {

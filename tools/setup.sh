@@ -19,6 +19,7 @@ PACKAGES=(
     python3 procps util-linux   # tests/sandbox: python3 runs inside the sandbox; pgrep, setpriv
     curl openssl wrk            # tests/net: curl inside the sandbox, a test CA; bench/egress.sh
     libmicrohttpd-dev libyaml-dev libsqlite3-dev libssl-dev   # airlockd: HTTP, config, audit, SHA-256
+    libcurl4-openssl-dev docker-registry   # capabilities: OCI registry client; a real registry in tests
 )
 
 check_only=false

@@ -42,7 +42,7 @@ static const char audit_usage[] =
     "  --token NAME   executions by this token\n"
     "  --status S     running, aborted, ok, exit, trap, fuel_exhausted, timeout,\n"
     "                 memory_limit, output_truncated, invalid_module, error,\n"
-    "                 signaled, cpu_limit or unsupported\n"
+    "                 signaled, cpu_limit, unsupported or cancelled\n"
     "  --session ID   executions in this session\n"
     "  --limit N      at most N rows, 1..10000 (default 100)\n"
     "  --json         a JSON array of the rows, every column\n"
@@ -184,7 +184,7 @@ static bool parse_time(const char *s, int64_t now_ms, int64_t *out) {
 
 static bool known_status(const char *s) {
     if (!strcmp(s, "running") || !strcmp(s, "aborted")) return true;
-    for (int st = AL_STATUS_OK; st <= AL_STATUS_UNSUPPORTED; st++)
+    for (int st = AL_STATUS_OK; st <= AL_STATUS_CANCELLED; st++)
         if (!strcmp(s, al_status_name((al_status)st))) return true;
     return false;
 }

@@ -42,6 +42,12 @@ static const char usage_text[] =
     "                     (tools run_python, run_command, run_wasm)\n"
     "  audit [--db FILE] [--since T] [--token NAME] [--status S] [--json]\n"
     "                     query airlockd's audit log\n"
+    "  plugin call PLUGIN.wasm|MANIFEST.json FUNCTION [OPTIONS]\n"
+    "                     call a function of an Extism-compatible plugin and\n"
+    "                     print its output (see `airlock plugin --help`)\n"
+    "  cap (publish|fetch|call|retry) ...\n"
+    "                     capabilities: plugins in an OCI registry, by URN\n"
+    "                     (see `airlock cap --help`)\n"
     "  validate MODULE.wasm\n"
     "                     decode and validate MODULE; print \"ok\" or the error\n"
     "  version            print the version\n"
@@ -51,7 +57,8 @@ static const char usage_text[] =
     "exit status: 0 ok, 1 module error or trap, 2 usage error; `airlock run`\n"
     "of a WASI command and `airlock python` exit with the guest's code, or\n"
     "65 invalid module, 70 trap, 71 fuel exhausted, 72 timeout, 73 memory limit;\n"
-    "`airlock exec` adds 128+N (signal N), 69 backend unavailable, 74 CPU limit\n";
+    "`airlock exec` adds 128+N (signal N), 69 backend unavailable, 74 CPU limit;\n"
+    "75 cancelled (status \"cancelled\": the run was stopped from outside)\n";
 
 static void print_version(void) {
     printf("airlock %s (WebAssembly 2.0 engine)\n", AIRLOCK_VERSION);
@@ -90,6 +97,10 @@ int main(int argc, char **argv) {
         return cli_mcp(argc - 1, argv + 1);
     if (!strcmp(cmd, "audit"))
         return cli_audit(argc - 1, argv + 1);
+    if (!strcmp(cmd, "plugin"))
+        return cli_plugin(argc - 1, argv + 1);
+    if (!strcmp(cmd, "cap"))
+        return cli_cap(argc - 1, argv + 1);
 
     fprintf(stderr, "airlock: unknown command '%s'\n\n", cmd);
     fputs(usage_text, stderr);

@@ -30,6 +30,7 @@ enum {
     CLI_EXIT_MEMORY = 73,
     CLI_EXIT_UNAVAILABLE = 69,    /* sysexits EX_UNAVAILABLE: backend unsupported here (exec) */
     CLI_EXIT_CPU = 74,            /* exec: CPU-time limit */
+    CLI_EXIT_CANCELLED = 75,      /* sysexits EX_TEMPFAIL: the embedder cancelled the run */
 };
 
 /* Largest --stdin input; the whole of it is held in memory. */
@@ -114,6 +115,16 @@ int cli_gc(int argc, char **argv);
  * `airlock audit` (query airlockd's audit log). */
 int cli_mcp(int argc, char **argv);
 int cli_audit(int argc, char **argv);
+/* plugin.c: `airlock plugin call` — an Extism-compatible plugin, output to stdout */
+int cli_plugin(int argc, char **argv);
+/* cap.c: `airlock cap publish|fetch|call|retry` — capabilities in an OCI registry */
+int cli_cap(int argc, char **argv);
+/* plugin.c: `plugin call`'s options and output for a module already in
+ * memory (cap.c's `airlock cap call URN FUNCTION ...`). argv[0] is FUNCTION,
+ * the rest are call's options; manifest_json (the capability's plugin
+ * manifest, no wasm sources) may be NULL. Returns the exit status. */
+int cli_plugin_call_loaded(const uint8_t *wasm, size_t len, const char *manifest_json,
+                           int argc, char **argv);
 
 /* run_wasi.c: the exit status of a result (run, python and exec). */
 int cli_exit_code(const al_result *r);

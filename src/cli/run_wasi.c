@@ -284,6 +284,7 @@ int cli_exit_code(const al_result *r) {
     case AL_STATUS_CPU_LIMIT: return CLI_EXIT_CPU;
     case AL_STATUS_INVALID_MODULE: return CLI_EXIT_INVALID_MODULE;
     case AL_STATUS_UNSUPPORTED: return CLI_EXIT_UNAVAILABLE;
+    case AL_STATUS_CANCELLED: return CLI_EXIT_CANCELLED;
     case AL_STATUS_ERROR: return CLI_FAIL;
     }
     return CLI_FAIL;
@@ -341,6 +342,7 @@ static void print_plain_status(const wasi_run *w) {
     case AL_STATUS_SIGNALED:
     case AL_STATUS_CPU_LIMIT:
     case AL_STATUS_UNSUPPORTED:
+    case AL_STATUS_CANCELLED:
         if (!w->loaded) fprintf(stderr, "airlock: %.*s\n", msglen, r->error.message);
         else cli_print_error(o->path, &r->error);
         return;

@@ -14,8 +14,15 @@
  * seconds, expires idle sessions:
  *   SIGHUP           reload the config (the old one stays on any error);
  *   SIGTERM, SIGINT  stop accepting, let executions finish for up to the
- *                    drain timeout (default 30 s), answer the rest 503, mark
- *                    their audit rows aborted with reason "shutdown", exit 0.
+ *                    drain timeout (default 30 s) and answer what is still
+ *                    queued 503; then cancel what still runs (al_policy.cancel,
+ *                    reason "shutdown"): each ends within ~100 ms and its
+ *                    client gets its result like any other (200, status
+ *                    "cancelled"), audited "cancelled" / "shutdown"; the
+ *                    listeners close only after that (at most 10 s,
+ *                    SVC_CANCEL_WAIT_MS); exit 0. Only an execution that
+ *                    outlives the cancel wait is answered 503, its audit row
+ *                    marked "aborted" / "shutdown", and the daemon _exits.
  *
  * Invariants:
  *  - the signals are blocked before any thread exists, so every thread
@@ -255,8 +262,9 @@ static int serve(svc *s, int sfd, const char *path) {
 
 /* ---- shutdown ---------------------------------------------------------------------------- */
 
-/* Executions still running past the drain: their audit rows say
- * "aborted" / "shutdown" (audit.c keeps that status if they finish later).
+/* Executions still running after the drain and the cancel wait (a sandbox
+ * that did not die): their audit rows say "aborted" / "shutdown" (audit.c
+ * keeps that status if they finish later).
  * Every running row of this database is ours: a predecessor's were marked
  * aborted when svc_new opened it. */
 static unsigned abort_running_rows(svc *s) {
@@ -287,16 +295,18 @@ static int shut_down(svc *s, svc_http *h, int signo, uint64_t drain_ms) {
     svc_log(s, SVC_LOG_INFO, "%s: shutting down (draining executions for up to %" PRIu64 " s)",
             strsignal(signo), drain_ms / 1000);
     notify_systemd("STOPPING=1");
+    /* drain, then cancel what still runs and deliver its results */
     svc_http_stop(h, drain_ms);
     unsigned queued = 0, running = 0;
     svc_pool_counts(svc_pool_of(s), &queued, &running);
     if (running > 0) {
-        /* They cannot be interrupted from here: record them, then leave.
-         * Native sandboxes die with their worker thread (PDEATHSIG); gVisor
-         * containers are collected by the next start's al_gc. */
+        /* The cancel did not end them in time: record them, then leave
+         * without joining their workers. Native sandboxes die with their
+         * worker thread (PDEATHSIG); gVisor containers are collected by the
+         * next start's al_gc. */
         unsigned n = abort_running_rows(s);
-        svc_log(s, SVC_LOG_WARN, "shutdown: %u execution%s cancelled (audit: aborted, shutdown)",
-                n, n == 1 ? "" : "s");
+        svc_log(s, SVC_LOG_WARN, "shutdown: %u execution%s did not end when cancelled "
+                "(audit: aborted, shutdown)", n, n == 1 ? "" : "s");
         fflush(stderr);
         _exit(0);
     }

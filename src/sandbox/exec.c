@@ -4,7 +4,10 @@
  * The policy is checked once here (sandbox_policy_check), so the backends
  * start from a policy whose pointers and limits are known to be sane. For
  * the wasm backend argv[0] names a module file on the host; it is read with
- * the policy's module-size cap before any byte is parsed.
+ * the policy's module-size cap before any byte is parsed. A policy whose
+ * cancel flag is already raised runs nothing (AL_STATUS_CANCELLED); one
+ * raised later is each backend's to honour (sandbox.h,
+ * SANDBOX_CANCEL_POLL_MS).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -93,6 +96,13 @@ bool al_exec(const al_policy *policy, al_result *result) {
         return true;
     }
     snprintf(result->backend, sizeof result->backend, "%s", backend_name(policy->isolation));
+    if (sandbox_cancel_requested(policy)) {
+        /* Cancelled before it started: no sandbox is made at all. */
+        sandbox_set_cancelled(result, policy, AL_OK);
+        result->stdout_data = calloc(1, 1);
+        result->stderr_data = calloc(1, 1);
+        return true;
+    }
     switch (policy->isolation) {
     case AL_ISOLATION_WASM: return exec_wasm(policy, result);
     case AL_ISOLATION_NATIVE: return native_run(policy, result);

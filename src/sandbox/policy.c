@@ -10,7 +10,10 @@
  *    count says there is data, and every limit is within the SANDBOX_MAX_*
  *    bounds, so the backends never have to re-check.
  *  - an al_result owns exactly stdout_data and stderr_data; al_result_free
- *    releases them and may be called again (or on a zeroed result).
+ *    releases them and may be called again (or on a zeroed result);
+ *  - al_policy.cancel is only ever read, with an acquire load (the embedder
+ *    raises it from another thread): sandbox_flag_raised is the one place
+ *    that dereferences it.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,6 +61,7 @@ const char *al_status_name(al_status status) {
     case AL_STATUS_SIGNALED: return "signaled";
     case AL_STATUS_CPU_LIMIT: return "cpu_limit";
     case AL_STATUS_UNSUPPORTED: return "unsupported";
+    case AL_STATUS_CANCELLED: return "cancelled";
     }
     return "error"; /* an out-of-range value is not a status we produced */
 }
@@ -81,6 +85,23 @@ void sandbox_set_status(al_result *result, al_status status, al_error_kind kind,
     va_start(ap, fmt);
     vsnprintf(result->error.message, sizeof result->error.message, fmt, ap);
     va_end(ap);
+}
+
+bool sandbox_flag_raised(const int *flag) {
+    return flag && __atomic_load_n(flag, __ATOMIC_ACQUIRE) != 0;
+}
+
+bool sandbox_cancel_requested(const al_policy *policy) {
+    return policy && sandbox_flag_raised(policy->cancel);
+}
+
+const char *sandbox_cancel_reason(const al_policy *policy) {
+    return policy && policy->cancel_reason && policy->cancel_reason[0] ? policy->cancel_reason
+                                                                       : "cancelled";
+}
+
+void sandbox_set_cancelled(al_result *result, const al_policy *policy, al_error_kind kind) {
+    sandbox_set_status(result, AL_STATUS_CANCELLED, kind, "%s", sandbox_cancel_reason(policy));
 }
 
 uint64_t sandbox_now_ns(void) {

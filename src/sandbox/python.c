@@ -40,7 +40,10 @@
  * picked up, on the guest's thread), its own timeout (on expiry the store is
  * interrupted: the interpreter dies, the result is TIMEOUT, and the next
  * execution starts a fresh interpreter, its result noting "interpreter
- * restarted"), output caps and wall time.
+ * restarted"), output caps and wall time. The opener's al_policy.cancel is
+ * watched while a cell runs (every SANDBOX_CANCEL_POLL_MS): raised, it ends
+ * the interpreter exactly like a timeout, with status CANCELLED; raised
+ * before a cell is published, the cell is not run at all.
  *
  * Threads and invariants:
  *  - s->lock guards state, store, memory, closing, execs, the cell being
@@ -465,6 +468,8 @@ struct al_python_session {
     sandbox_wasm_hooks hooks;
     uint64_t fuel;            /* per execution (SANDBOX_UNMETERED_FUEL: none) */
     uint64_t default_timeout_ms;
+    const int *cancel;        /* the opener's al_policy.cancel (outlives the session) */
+    const char *cancel_reason;/* an owned copy, or NULL: "cancelled" */
 
     pthread_mutex_t lock;
     pthread_cond_t changed;   /* CLOCK_MONOTONIC; broadcast on every change */
@@ -698,7 +703,12 @@ static bool copy_base(al_python_session *s, const al_policy *p) {
     s->default_timeout_ms = p->timeout_ms;
     s->base.fuel = 0;
     s->base.timeout_ms = 0;
-    s->strings = calloc(p->nenv + 2 * p->ndirs + 1, sizeof *s->strings);
+    /* Cancellation too is per execution (run_cell watches the flag): the
+     * interpreter's own run is not cancelled while it idles. */
+    s->cancel = p->cancel;
+    s->base.cancel = NULL;
+    s->base.cancel_reason = NULL;
+    s->strings = calloc(p->nenv + 2 * p->ndirs + 2, sizeof *s->strings);
     s->env_copy = calloc(p->nenv + 1, sizeof *s->env_copy);
     s->dirs_copy = calloc(p->ndirs + 1, sizeof *s->dirs_copy);
     if (!s->strings || !s->env_copy || !s->dirs_copy) return false;
@@ -712,6 +722,7 @@ static bool copy_base(al_python_session *s, const al_policy *p) {
     }
     s->base.env = s->env_copy;
     s->base.dirs = s->dirs_copy;
+    if (p->cancel_reason && !(s->cancel_reason = keep_string(s, p->cancel_reason))) return false;
     return true;
 }
 
@@ -845,9 +856,36 @@ static void cell_result(al_python_session *s, al_result *r) {
     }
 }
 
+/* Why run_cell stopped waiting for a cell before it completed. */
+typedef enum cell_stop { STOP_NONE, STOP_TIMEOUT, STOP_CANCELLED } cell_stop;
+
+static bool cancel_raised(const al_python_session *s) { return sandbox_flag_raised(s->cancel); }
+
+static const char *cancel_reason(const al_python_session *s) {
+    return s->cancel_reason && s->cancel_reason[0] ? s->cancel_reason : "cancelled";
+}
+
+/* Under lock, the cell published: wait until it completes (or the
+ * interpreter dies), its timeout passes or the session's cancel flag is
+ * raised (looked at every SANDBOX_CANCEL_POLL_MS). */
+static cell_stop wait_cell(al_python_session *s, uint64_t t0, uint64_t timeout_ms) {
+    uint64_t deadline = timeout_ms ? t0 + timeout_ms * 1000000u : 0;
+    while (cell_in_progress(s)) {
+        if (cancel_raised(s)) return STOP_CANCELLED;
+        uint64_t now = sandbox_now_ns(), until = deadline;
+        if (deadline && now >= deadline) return STOP_TIMEOUT;
+        if (s->cancel) {
+            uint64_t poll = now + (uint64_t)SANDBOX_CANCEL_POLL_MS * 1000000u;
+            if (!until || poll < until) until = poll;
+        }
+        wait_while(s, cell_in_progress, until);
+    }
+    return STOP_NONE;
+}
+
 /* The interpreter died during the cell: its run's outcome is the cell's,
  * in the cell's terms (the run had no timeout or budget of its own). */
-static void death_result(al_python_session *s, al_result *r, bool timed_out, uint64_t timeout_ms) {
+static void death_result(al_python_session *s, al_result *r, cell_stop stop, uint64_t timeout_ms) {
     const al_result *rr = &s->run_result;
     r->status = rr->status;
     r->exit_code = rr->exit_code;
@@ -859,7 +897,11 @@ static void death_result(al_python_session *s, al_result *r, bool timed_out, uin
     if (s->closing) {
         sandbox_set_status(r, AL_STATUS_ERROR, AL_ERR_ARGUMENT,
                            "the session was closed while the code ran");
-    } else if (timed_out) {
+    } else if (stop == STOP_CANCELLED) {
+        sandbox_set_status(r, AL_STATUS_CANCELLED, AL_ERR_TRAP, "%s", cancel_reason(s));
+        r->trap = r->error.trap = AL_TRAP_INTERRUPTED;
+        r->limits_hit &= ~(uint32_t)AL_LIMIT_WALL; /* the interrupt reads as a timeout to the run */
+    } else if (stop == STOP_TIMEOUT) {
         sandbox_set_status(r, AL_STATUS_TIMEOUT, AL_ERR_TRAP, "timed out after %" PRIu64 " ms",
                            timeout_ms);
         r->trap = r->error.trap = AL_TRAP_INTERRUPTED;
@@ -872,7 +914,10 @@ static void death_result(al_python_session *s, al_result *r, bool timed_out, uin
     size_t n = strnlen(why, sizeof s->ended - 1); /* a long message is cut */
     memcpy(s->ended, why, n);
     s->ended[n] = '\0';
-    add_note(&r->error, "the interpreter ended; the next execution starts a fresh one");
+    /* A cancelled cell's message is the cancel reason alone, as on every
+     * backend; the next execution's "interpreter restarted" tells the rest. */
+    if (stop != STOP_CANCELLED)
+        add_note(&r->error, "the interpreter ended; the next execution starts a fresh one");
 }
 
 /* Under lock: make sure an interpreter is waiting for a cell. *restarted
@@ -903,18 +948,15 @@ static void run_cell(al_python_session *s, uint8_t *cell, size_t cell_len, const
     s->state = INTERP_PENDING;
     pthread_cond_broadcast(&s->changed);
     uint64_t t0 = sandbox_now_ns();
-    bool timed_out = false;
-    if (timeout_ms && !wait_while(s, cell_in_progress, t0 + timeout_ms * 1000000u)) {
-        timed_out = true;
-        interrupt(s);
-    }
+    cell_stop stop = wait_cell(s, t0, timeout_ms);
+    if (stop != STOP_NONE) interrupt(s);
     wait_while(s, cell_in_progress, 0); /* after an interrupt: until it has died */
     r->wall_ns = sandbox_now_ns() - t0;
     s->cell = NULL;
     s->cell_len = s->cell_pos = 0;
     if (s->state == INTERP_DEAD) {
         interpreter_reap(s);
-        death_result(s, r, timed_out, timeout_ms);
+        death_result(s, r, stop, timeout_ms);
     } else {
         cell_result(s, r);
     }
@@ -944,7 +986,10 @@ static void exec_locked(al_python_session *s, uint8_t *cell, size_t cell_len, co
     memcpy(previous_end, s->ended, sizeof previous_end);
     bool restarted = false;
     al_error err;
-    if (!ensure_interpreter(s, &restarted, &err)) {
+    if (cancel_raised(s)) {
+        /* Nothing was published: the interpreter (if any) lives on. */
+        sandbox_set_status(r, AL_STATUS_CANCELLED, AL_OK, "%s", cancel_reason(s));
+    } else if (!ensure_interpreter(s, &restarted, &err)) {
         r->status = AL_STATUS_ERROR;
         r->error = err;
         snprintf(s->ended, sizeof s->ended, "it did not start");

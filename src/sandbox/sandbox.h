@@ -46,6 +46,19 @@ al_status sandbox_policy_check(const al_policy *policy, al_error *err);
 void sandbox_set_status(al_result *result, al_status status, al_error_kind kind,
                         const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
+/* Cancellation (al_policy.cancel): every backend looks at the flag at least
+ * this often while its guest runs, so a raised flag stops a run within about
+ * 100 ms (plus the teardown). */
+#define SANDBOX_CANCEL_POLL_MS 50
+/* Is *flag non-zero (an acquire load; false for NULL)? */
+bool sandbox_flag_raised(const int *flag);
+/* Has the embedder raised policy->cancel? (false without a flag) */
+bool sandbox_cancel_requested(const al_policy *policy);
+/* policy->cancel_reason, or "cancelled" when it is NULL or empty. */
+const char *sandbox_cancel_reason(const al_policy *policy);
+/* sandbox_set_status(result, AL_STATUS_CANCELLED, kind, <the reason>). */
+void sandbox_set_cancelled(al_result *result, const al_policy *policy, al_error_kind kind);
+
 /* CLOCK_MONOTONIC now, in nanoseconds. */
 uint64_t sandbox_now_ns(void);
 

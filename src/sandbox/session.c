@@ -3,7 +3,8 @@
  *
  * A session owns a deep copy of the policy it was opened with (the caller's
  * strings may go away). Each execution takes only the per-run fields from the
- * request (argv, env, stdin, timeout, CPU time, output caps, cwd, on_output); the
+ * request (argv, env, stdin, timeout, CPU time, output caps, cwd, on_output,
+ * cancel and cancel_reason); the
  * sandbox itself — directories, memory, processes, isolation — stays the
  * session's, so a request cannot widen what the session was granted.
  *
@@ -11,6 +12,7 @@
  * and WASM sessions run each execution in a fresh sandbox over the same
  * granted directories.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -177,6 +179,9 @@ static bool copy_policy(al_session *s, const al_policy *p) {
     s->policy.cwd = s->cwd;
     s->policy.state_dir = s->state_dir;
     s->policy.gvisor_platform = s->gvisor_platform;
+    /* per execution, from each request: the opener's flag may not outlive the open */
+    s->policy.cancel = NULL;
+    s->policy.cancel_reason = NULL;
     return ok;
 }
 
@@ -226,6 +231,9 @@ static al_policy merged_policy(const al_session *s, const al_policy *req) {
     /* streaming belongs to the caller of this execution */
     p.on_output = req->on_output;
     p.on_output_ctx = req->on_output_ctx;
+    /* and so does cancelling it */
+    p.cancel = req->cancel;
+    p.cancel_reason = req->cancel_reason;
     p.fuel = req->fuel ? req->fuel : s->policy.fuel;
     return p;
 }
@@ -243,6 +251,13 @@ bool al_session_exec(al_session *session, const al_policy *request, al_result *r
     al_status st = sandbox_policy_check(&p, &result->error);
     if (st != AL_STATUS_OK) {
         result->status = st;
+        return true;
+    }
+    if (sandbox_cancel_requested(&p)) { /* as al_exec: nothing is started */
+        snprintf(result->backend, sizeof result->backend, "gvisor");
+        sandbox_set_cancelled(result, &p, AL_OK);
+        result->stdout_data = calloc(1, 1);
+        result->stderr_data = calloc(1, 1);
         return true;
     }
     return gvisor_session_exec(session->gvisor, &p, result);

@@ -14,7 +14,9 @@
  *   3. make the WASI context (argv, env, preopens, stdin, output caps and
  *      on_output, the deadline) and define its imports;
  *   4. start the wall-clock timer, instantiate, call "_start", stop the timer
- *      (wall_ns and the timeout both count from just before step 3);
+ *      (wall_ns and the timeout both count from just before step 3); the
+ *      same timer thread watches al_policy.cancel (every 50 ms) and
+ *      interrupts the store when it is raised: status CANCELLED;
  *   5. classify the outcome, copy the outputs into the result, free everything.
  * Steps 2 (the store) to 5 are run_compiled, shared by both entry points.
  *
@@ -26,7 +28,8 @@
  *    run in many stores on many threads at once;
  *  - the timer thread is joined before al_run_wasm returns, and once
  *    timer_stop has taken the lock it can no longer interrupt the store: a
- *    timeout never fires into a later run or a freed store;
+ *    timeout or a cancellation never fires into a later run or a freed
+ *    store; a cancel raised after the guest ended changes nothing;
  *  - al_run_wasm returns false only when result is NULL; every other outcome,
  *    including a bad policy, is a status in the result.
  */
@@ -43,39 +46,66 @@
 
 #define UNMETERED_FUEL SANDBOX_UNMETERED_FUEL
 
-/* ---- wall-clock timer ---------------------------------------------------------- */
+/* ---- wall-clock timer and cancellation ------------------------------------------- */
 
 /* A thread that sleeps until the deadline (CLOCK_MONOTONIC) and then
- * interrupts the store, unless the run ended first. */
+ * interrupts the store, unless the run ended first. With a cancel flag it
+ * also wakes every SANDBOX_CANCEL_POLL_MS to look at the flag, and a raised
+ * flag interrupts the store the same way (then `cancelled` says why). */
 typedef struct run_timer {
     pthread_t thread;
     pthread_mutex_t lock;
     pthread_cond_t wake;
-    struct timespec deadline;
+    uint64_t deadline_ns;   /* CLOCK_MONOTONIC; 0 = none */
+    const int *cancel;      /* al_policy.cancel; NULL = none */
     al_store *store;
-    bool done;    /* under lock: the run is over, never interrupt */
-    bool running; /* the thread exists and must be joined */
+    bool done;      /* under lock: the run is over, never interrupt */
+    bool running;   /* the thread exists and must be joined */
+    bool cancelled; /* under lock: the interrupt was a cancellation */
 } run_timer;
+
+static struct timespec ns_to_timespec(uint64_t ns) {
+    return (struct timespec){.tv_sec = (time_t)(ns / 1000000000u),
+                             .tv_nsec = (long)(ns % 1000000000u)};
+}
+
+/* When the timer must look again: the deadline, or sooner the next poll of
+ * the cancel flag. */
+static uint64_t timer_next_ns(const run_timer *t) {
+    uint64_t next = t->deadline_ns;
+    if (t->cancel) {
+        uint64_t poll = sandbox_now_ns() + (uint64_t)SANDBOX_CANCEL_POLL_MS * 1000000u;
+        if (!next || poll < next) next = poll;
+    }
+    return next;
+}
 
 static void *timer_main(void *arg) {
     run_timer *t = arg;
     pthread_mutex_lock(&t->lock);
     while (!t->done) {
-        int rc = pthread_cond_timedwait(&t->wake, &t->lock, &t->deadline);
-        if (rc == ETIMEDOUT && !t->done) {
-            al_store_interrupt(t->store); /* under the lock: timer_stop cannot overtake it */
+        /* the interrupts happen under the lock: timer_stop cannot overtake them */
+        if (sandbox_flag_raised(t->cancel)) {
+            t->cancelled = true;
+            al_store_interrupt(t->store);
             break;
         }
+        if (t->deadline_ns && sandbox_now_ns() >= t->deadline_ns) {
+            al_store_interrupt(t->store);
+            break;
+        }
+        struct timespec until = ns_to_timespec(timer_next_ns(t));
+        pthread_cond_timedwait(&t->wake, &t->lock, &until);
     }
     pthread_mutex_unlock(&t->lock);
     return NULL;
 }
 
-static bool timer_start(run_timer *t, al_store *store, uint64_t deadline_ns) {
+static bool timer_start(run_timer *t, al_store *store, uint64_t deadline_ns, const int *cancel) {
     memset(t, 0, sizeof *t);
     t->store = store;
-    t->deadline.tv_sec = (time_t)(deadline_ns / 1000000000u);
-    t->deadline.tv_nsec = (long)(deadline_ns % 1000000000u);
+    t->deadline_ns = deadline_ns;
+    t->cancel = cancel;
     pthread_condattr_t attr;
     if (pthread_condattr_init(&attr) != 0) return false;
     bool ok = pthread_condattr_setclock(&attr, CLOCK_MONOTONIC) == 0 &&
@@ -95,6 +125,7 @@ static bool timer_start(run_timer *t, al_store *store, uint64_t deadline_ns) {
     return true;
 }
 
+/* Joins the thread; afterwards t->cancelled may be read without the lock. */
 static void timer_stop(run_timer *t) {
     if (!t->running) return;
     pthread_mutex_lock(&t->lock);
@@ -353,13 +384,24 @@ static void instantiate_and_call(run_ctx *rc) {
     rc->result->status = AL_STATUS_OK;
 }
 
+/* An interrupt the timer made for a cancellation reads as a timeout to
+ * classify_trap (the engine and the WASI host know only "interrupted"). */
+static void reclassify_cancelled(run_ctx *rc) {
+    al_result *r = rc->result;
+    if (r->status != AL_STATUS_TIMEOUT) return; /* it ended on its own first */
+    sandbox_set_cancelled(r, rc->policy, AL_ERR_TRAP);
+    r->trap = r->error.trap = AL_TRAP_INTERRUPTED;
+}
+
 /* Step 4: the guest runs between timer_start and timer_stop. t0 is when the
  * clock started (the deadline is t0 + timeout), so a timed-out run always
- * reports wall_ns >= timeout. */
+ * reports wall_ns >= timeout. The timer runs when there is a deadline or a
+ * cancel flag to watch. */
 static void run_guest(run_ctx *rc, uint64_t t0) {
     run_timer timer;
     memset(&timer, 0, sizeof timer);
-    if (rc->deadline_ns && !timer_start(&timer, rc->store, rc->deadline_ns)) {
+    if ((rc->deadline_ns || rc->policy->cancel) &&
+        !timer_start(&timer, rc->store, rc->deadline_ns, rc->policy->cancel)) {
         /* Never run without the bound the policy asked for. */
         sandbox_set_status(rc->result, AL_STATUS_ERROR, AL_ERR_NOMEM,
                            "could not start the timeout timer");
@@ -368,6 +410,7 @@ static void run_guest(run_ctx *rc, uint64_t t0) {
     instantiate_and_call(rc);
     rc->result->wall_ns = sandbox_now_ns() - t0;
     timer_stop(&timer);
+    if (timer.cancelled) reclassify_cancelled(rc);
 }
 
 /* A NUL-terminated copy the result owns; NULL only when out of memory. */

@@ -12,6 +12,12 @@
  *   POST   /v1/sessions/{id}/executions     an execution in the session
  *   PUT    /v1/sessions/{id}/files/{path}   raw body -> 201
  *   GET    /v1/sessions/{id}/files/{path}   the bytes
+ *   GET    /v1/capabilities                 the installed capabilities
+ *   POST   /v1/capabilities                 {"urn"} or {"name", "module_base64"[, "manifest"]}
+ *                                           -> 201: install (servlets become MCP tools)
+ *   DELETE /v1/capabilities/{name}          204
+ *   POST   /v1/capabilities/publish         {"name", "version", "module_base64"[, "manifest"]}
+ *                                           or {"name", "version", "dag"} -> 202 the receipt
  *   POST   /mcp                             one JSON-RPC message (MCP Streamable HTTP)
  *   GET    /mcp                             405: no server-initiated stream
  *   DELETE /mcp                             ends the MCP session
@@ -755,13 +761,205 @@ static void mcp_route(svc *s, const svc_http_request *req, svc_http_response *r)
     }
 }
 
+/* ---- capabilities -------------------------------------------------------------------- */
+
+#define CAP_MODULE_MAX ((size_t)10 << 20)
+
+/* Only these keys: a typo must not silently install something else. */
+static bool only_keys(const json_t *body, const char *const *keys, char *bad, size_t badlen) {
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)body, k, v) {
+        bool known = false;
+        for (size_t i = 0; keys[i] && !known; i++) known = !strcmp(k, keys[i]);
+        if (!known) {
+            snprintf(bad, badlen, "%.64s", k);
+            return false;
+        }
+    }
+    return true;
+}
+
+static void list_capabilities(svc *s, svc_http_response *r) {
+    respond_json(r, 200, json_pack("{s:o}", "capabilities", svc_caps_list(svc_caps_of(s))));
+}
+
+/* The registry settings of the current config (strings copied: a reload
+ * may free the config while a fetch runs). */
+typedef struct registry_copy {
+    char url[256];
+    al_registry reg;
+} registry_copy;
+
+static bool registry_of(svc *s, registry_copy *rc) {
+    memset(rc, 0, sizeof *rc);
+    svc_lock(s);
+    const svc_config *c = svc_config_of(s);
+    snprintf(rc->url, sizeof rc->url, "%s", c->cap_registry);
+    rc->reg.max_blob_bytes = (size_t)c->cap_max_blob_bytes;
+    svc_unlock(s);
+    rc->reg.url = rc->url;
+    rc->reg.timeout_ms = 30000;
+    return rc->url[0] != '\0';
+}
+
+/* 201 with what was installed: {"name", "digest", "source", "mcp_tools", ...}. */
+static void respond_installed(svc *s, const char *name, const char *source,
+                              svc_http_response *r) {
+    json_t *list = svc_caps_list(svc_caps_of(s));
+    json_t *found = NULL;
+    size_t i;
+    json_t *item;
+    json_array_foreach(list, i, item) {
+        if (!found && !strcmp(json_string_value(json_object_get(item, "name")), name))
+            found = json_incref(item);
+    }
+    json_decref(list);
+    if (found) json_object_set_new(found, "source", json_string(source));
+    else found = svc_error_json("conflict", "capability %s was removed meanwhile", name);
+    respond_json(r, found && json_object_get(found, "error") ? 409 : 201, found);
+}
+
+static void install_from_urn(svc *s, const char *urn, const char *name, svc_http_response *r) {
+    registry_copy rc;
+    if (!registry_of(s, &rc)) {
+        respond_error(r, 409, "no registry is configured (capabilities.registry)");
+        return;
+    }
+    char installed[SVC_CAP_NAME_MAX] = "", why[400] = "";
+    int status = svc_caps_install_urn(svc_caps_of(s), &rc.reg, urn, name, installed,
+                                      sizeof installed, why, sizeof why);
+    if (status == 201) respond_installed(s, installed, urn, r);
+    else respond_error(r, status, "%s", why);
+}
+
+/* The "manifest" field: an object, kept as compact JSON text; NULL if absent. */
+static bool manifest_text(const json_t *body, char **out, svc_http_response *r) {
+    const json_t *m = json_object_get(body, "manifest");
+    *out = NULL;
+    if (!m) return true;
+    if (!json_is_object(m)) {
+        respond_error(r, 400, "manifest: expected an object (an Extism manifest)");
+        return false;
+    }
+    *out = json_dumps(m, JSON_COMPACT);
+    if (!*out) respond_error(r, 500, "out of memory");
+    return *out != NULL;
+}
+
+static uint8_t *module_field(const json_t *body, size_t *len, svc_http_response *r) {
+    const json_t *m = json_object_get(body, "module_base64");
+    if (!json_is_string(m)) {
+        respond_error(r, 400, "module_base64: expected a base64 string");
+        return NULL;
+    }
+    const char *why = NULL;
+    uint8_t *wasm = svc_base64_decode(json_string_value(m), json_string_length(m),
+                                      CAP_MODULE_MAX, len, &why);
+    if (!wasm) respond_error(r, why && !strncmp(why, "too large", 9) ? 413 : 400,
+                             "module_base64: %s", why ? why : "invalid");
+    return wasm;
+}
+
+static void install_capability(svc *s, const svc_http_request *req, svc_http_response *r) {
+    json_t *body = json_body(req, r);
+    if (!body) return;
+    static const char *const keys[] = {"name", "urn", "module_base64", "manifest", NULL};
+    char bad[80];
+    const json_t *name = json_object_get(body, "name"), *urn = json_object_get(body, "urn");
+    if (!only_keys(body, keys, bad, sizeof bad)) {
+        respond_error(r, 400, "unknown field \"%s\"", bad);
+    } else if ((name && !json_is_string(name)) || (urn && !json_is_string(urn))) {
+        respond_error(r, 400, "name, urn: expected strings");
+    } else if (name && !svc_cap_name_valid(json_string_value(name))) {
+        respond_error(r, 400, "name: 1..32 of [a-z0-9-], starting with a letter or digit");
+    } else if (urn && json_object_get(body, "module_base64")) {
+        respond_error(r, 400, "give \"urn\" or \"module_base64\", not both");
+    } else if (urn) {
+        install_from_urn(s, json_string_value(urn), name ? json_string_value(name) : NULL, r);
+    } else if (!name) {
+        respond_error(r, 400, "missing field \"name\" (with module_base64)");
+    } else {
+        size_t len = 0;
+        char *manifest = NULL;
+        uint8_t *wasm = manifest_text(body, &manifest, r) ? module_field(body, &len, r) : NULL;
+        char why[400] = "";
+        if (wasm && svc_caps_install(svc_caps_of(s), json_string_value(name), wasm, len, manifest,
+                                     "upload", why, sizeof why))
+            respond_installed(s, json_string_value(name), "upload", r);
+        else if (wasm)
+            respond_error(r, 400, "install: %s", why);
+        free(wasm);
+        free(manifest);
+    }
+    json_decref(body);
+}
+
+static void delete_capability(svc *s, const char *name, svc_http_response *r) {
+    if (!svc_caps_remove(svc_caps_of(s), name)) {
+        respond_error(r, 404, "no such capability");
+        return;
+    }
+    r->status = 204;
+}
+
+static void publish_capability(svc *s, const svc_http_request *req, svc_http_response *r) {
+    al_publisher *pub = svc_publisher_of(s);
+    if (!pub) {
+        respond_error(r, 409, "no registry is configured (capabilities.registry)");
+        return;
+    }
+    json_t *body = json_body(req, r);
+    if (!body) return;
+    static const char *const keys[] = {"name", "version", "module_base64", "manifest", "dag",
+                                       NULL};
+    char bad[80];
+    const json_t *name = json_object_get(body, "name"), *version = json_object_get(body, "version");
+    const json_t *dag = json_object_get(body, "dag");
+    bool has_module = json_object_get(body, "module_base64") != NULL;
+    uint8_t *wasm = NULL;
+    char *manifest = NULL, *dag_text = NULL;
+    size_t len = 0;
+    if (!only_keys(body, keys, bad, sizeof bad)) {
+        respond_error(r, 400, "unknown field \"%s\"", bad);
+    } else if (!json_is_string(name) || !json_is_string(version)) {
+        respond_error(r, 400, "name, version: required strings");
+    } else if (has_module == (dag != NULL)) {
+        respond_error(r, 400, "give \"module_base64\" or \"dag\" (a composite), exactly one");
+    } else if (dag && !json_is_object(dag)) {
+        respond_error(r, 400, "dag: expected an object");
+    } else if (manifest_text(body, &manifest, r) &&
+               (dag ? (dag_text = json_dumps(dag, JSON_COMPACT | JSON_SORT_KEYS)) != NULL
+                    : (wasm = module_field(body, &len, r)) != NULL)) {
+        al_publish_request pr = {json_string_value(name), json_string_value(version), wasm, len,
+                                 manifest, dag_text};
+        al_publish_receipt rec;
+        al_error err;
+        memset(&err, 0, sizeof err);
+        memset(&rec, 0, sizeof rec);
+        if (!al_publish(pub, &pr, &rec, &err))
+            respond_error(r, err.kind == AL_ERR_ARGUMENT ? 400 : 500, "publish: %s", err.message);
+        else
+            respond_json(r, rec.pushed ? 201 : 202,
+                         json_pack("{s:s, s:s, s:s, s:I, s:b, s:b, s:s}", "urn", rec.urn, "digest",
+                                   rec.digest, "manifest_digest", rec.manifest_digest, "event_id",
+                                   (json_int_t)rec.event_id, "pushed", rec.pushed, "duplicate",
+                                   rec.duplicate, "last_error", rec.last_error));
+    }
+    free(wasm);
+    free(manifest);
+    free(dag_text);
+    json_decref(body);
+}
+
 /* ---- routing ------------------------------------------------------------------------- */
 
 typedef struct route {
     enum { R_NONE, R_HEALTHZ, R_METRICS, R_MCP, R_EXECUTIONS, R_SESSIONS, R_SESSION,
-           R_SESSION_EXEC, R_SESSION_FILE } kind;
+           R_SESSION_EXEC, R_SESSION_FILE, R_CAPS, R_CAP, R_CAP_PUBLISH } kind;
     char id[SESSION_ID_LEN + 1];
     const char *file;             /* R_SESSION_FILE: the path after /files/ */
+    char cap[SVC_CAP_NAME_MAX];   /* R_CAP */
 } route;
 
 /* A session id as the API hands them out: 32 lowercase hex digits. */
@@ -781,6 +979,12 @@ static route route_of(const char *path) {
     else if (strcmp(path, "/mcp") == 0) rt.kind = R_MCP;
     else if (strcmp(path, "/v1/executions") == 0) rt.kind = R_EXECUTIONS;
     else if (strcmp(path, "/v1/sessions") == 0) rt.kind = R_SESSIONS;
+    else if (strcmp(path, "/v1/capabilities") == 0) rt.kind = R_CAPS;
+    else if (strcmp(path, "/v1/capabilities/publish") == 0) rt.kind = R_CAP_PUBLISH;
+    else if (strncmp(path, "/v1/capabilities/", 17) == 0 && svc_cap_name_valid(path + 17)) {
+        rt.kind = R_CAP;
+        snprintf(rt.cap, sizeof rt.cap, "%s", path + 17);
+    }
     else if (strncmp(path, "/v1/sessions/", 13) == 0 && strlen(path + 13) >= SESSION_ID_LEN &&
              take_id(path + 13, &rt)) {
         const char *rest = path + 13 + SESSION_ID_LEN;
@@ -807,6 +1011,8 @@ bool svc_api_is_execution(const svc_http_request *req) {
     case R_SESSIONS: return is_method(req, "POST"); /* may evict (close) another session */
     case R_SESSION: return is_method(req, "DELETE");
     case R_SESSION_FILE: return is_method(req, "PUT") || is_method(req, "GET");
+    case R_CAPS: /* fetches from the registry, compiles */
+    case R_CAP_PUBLISH: return is_method(req, "POST");
     default: return false;
     }
 }
@@ -836,6 +1042,19 @@ static void v1_route(svc *s, const svc_http_request *req, const route *rt, const
         if (is_method(req, "PUT")) put_file(s, req, w, rt->id, rt->file, r);
         else if (is_method(req, "GET")) get_file(s, w, rt->id, rt->file, r);
         else method_not_allowed(r, "GET, PUT");
+        return;
+    case R_CAPS:
+        if (is_method(req, "GET")) list_capabilities(s, r);
+        else if (is_method(req, "POST")) install_capability(s, req, r);
+        else method_not_allowed(r, "GET, POST");
+        return;
+    case R_CAP:
+        if (is_method(req, "DELETE")) delete_capability(s, rt->cap, r);
+        else method_not_allowed(r, "DELETE");
+        return;
+    case R_CAP_PUBLISH:
+        if (is_method(req, "POST")) publish_capability(s, req, r);
+        else method_not_allowed(r, "POST");
         return;
     default:
         respond_error(r, 404, "no such route: %s", req->path);

@@ -1,8 +1,9 @@
 /*
  * audit.c — the audit log (service.h, "audit.c"): every execution airlockd
  * runs is a row in an SQLite 3 database, written when it starts ("running")
- * and again when it ends (its outcome) or is cancelled ("aborted"); `airlock
- * audit` reads it back with svc_audit_query.
+ * and again when it ends (its outcome; "cancelled" with the reason in
+ * abort_reason when the daemon cancelled it) or when the daemon gives up on
+ * it ("aborted"); `airlock audit` reads it back with svc_audit_query.
  *
  * Invariants:
  * - One writer connection per svc_audit, guarded by a.mu: the prepared
@@ -100,13 +101,16 @@ static const char sql_begin[] =
     " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'running')";
 
 /* A row aborted while its execution still ran (shutdown) keeps "aborted" and
- * its reason, and gains the outcome's figures. */
+ * its reason, and gains the outcome's figures. A cancelled execution
+ * ("cancelled") gets its cancel reason as abort_reason (SET expressions read
+ * the row as it was, so "status" there is the old one). */
 static const char sql_end[] =
     "UPDATE executions SET finished_ms = ?,"
     " status = CASE status WHEN 'aborted' THEN 'aborted' ELSE ? END,"
     " exit_code = ?, signal = ?, wall_ms = ?, cpu_ms = ?, peak_memory_bytes = ?,"
     " fuel_used = ?, denied_syscalls = ?, limits_hit = ?, egress_json = ?,"
-    " redactions = ?, redaction_kinds_json = ?, error_message = ?, execution_id = ?"
+    " redactions = ?, redaction_kinds_json = ?, error_message = ?, execution_id = ?,"
+    " abort_reason = CASE status WHEN 'aborted' THEN abort_reason ELSE ? END"
     " WHERE id = ? AND status IN ('running', 'aborted') AND wall_ms IS NULL";
 
 static const char sql_abort[] =
@@ -466,7 +470,10 @@ static int bind_end(sqlite3_stmt *st, int64_t id, const svc_audit_finish *f) {
         rc = bind_text(st, 13, f->redaction_kinds_json ? f->redaction_kinds_json : "[]");
     if (rc == SQLITE_OK) rc = bind_text(st, 14, message[0] ? message : NULL);
     if (rc == SQLITE_OK) rc = bind_text(st, 15, exec_id[0] ? exec_id : NULL);
-    if (rc == SQLITE_OK) rc = sqlite3_bind_int64(st, 16, id);
+    /* a cancellation's reason is its error message ("shutdown") */
+    if (rc == SQLITE_OK)
+        rc = bind_text(st, 16, r->status == AL_STATUS_CANCELLED && message[0] ? message : NULL);
+    if (rc == SQLITE_OK) rc = sqlite3_bind_int64(st, 17, id);
     return rc;
 }
 

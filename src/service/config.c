@@ -156,6 +156,7 @@ void svc_config_defaults(svc_config *c) {
     c->python_per_minute = 10;
     c->exec_per_minute = 60;
     c->redact_builtin = true;
+    c->cap_max_blob_bytes = 10 * MIB;
     /* python_dir "": al_python_open(NULL) — $AIRLOCK_PYTHON_DIR, else
      * ../python beside the executable. */
 }
@@ -171,6 +172,9 @@ void svc_config_free(svc_config *c) {
     free(c->tokens);
     free_strings(c->redact_patterns, c->nredact_patterns);
     free_strings(c->allowed_origins, c->nallowed_origins);
+    free_strings(c->cap_install, c->ncap_install);
+    c->cap_install = NULL;
+    c->ncap_install = 0;
     c->allowed_paths = NULL;
     c->nallowed_paths = 0;
     c->tokens = NULL;
@@ -219,6 +223,8 @@ bool svc_config_copy(svc_config *dst, const svc_config *src) {
     if (!dst->redact_patterns) dst->nredact_patterns = 0;
     dst->allowed_origins = copy_strings(src->allowed_origins, src->nallowed_origins, &ok);
     if (!dst->allowed_origins) dst->nallowed_origins = 0;
+    dst->cap_install = copy_strings(src->cap_install, src->ncap_install, &ok);
+    if (!dst->cap_install) dst->ncap_install = 0;
     if (!ok) {
         svc_config_free(dst);
         svc_config_defaults(dst);
@@ -1033,6 +1039,50 @@ static bool parse_origins(cfg_parser *p, const char *where, void *base) {
     return parse_list(p, where, parse_origin_item, base);
 }
 
+/* ---- capabilities ------------------------------------------------------------------ */
+
+static bool parse_cap_dir(cfg_parser *p, const char *where, void *base) {
+    svc_config *c = base;
+    return absolute_path_into(p, where, c->cap_dir, sizeof c->cap_dir, true);
+}
+
+static bool parse_cap_outbox(cfg_parser *p, const char *where, void *base) {
+    svc_config *c = base;
+    return absolute_path_into(p, where, c->cap_outbox, sizeof c->cap_outbox, true);
+}
+
+/* http:// or https:// and a host: the registry client refuses anything else. */
+static bool parse_cap_registry(cfg_parser *p, const char *where, void *base) {
+    svc_config *c = base;
+    if (!want_string_into(p, where, c->cap_registry, sizeof c->cap_registry)) return false;
+    const char *r = c->cap_registry;
+    if (!r[0]) return true;
+    const char *rest = !strncmp(r, "http://", 7) ? r + 7 : !strncmp(r, "https://", 8) ? r + 8 : NULL;
+    char quoted[96];
+    quote_value(r, strlen(r), quoted, sizeof quoted);
+    if (!rest || !*rest || strpbrk(r, " \t\r\n"))
+        return failf(p, p->ev.start_mark, where,
+                     "not a registry URL: %s (http://host:port or https://host)", quoted);
+    return true;
+}
+
+static bool parse_cap_install_item(cfg_parser *p, const char *where, void *base) {
+    svc_config *c = base;
+    const char *s;
+    size_t n;
+    if (!want_string(p, where, &s, &n)) return false;
+    char quoted[96];
+    quote_value(s, n, quoted, sizeof quoted);
+    if (n < 16 || n > 300 || strncmp(s, "urn:airlock:cap:", 16) || memchr(s, '\0', n))
+        return failf(p, p->ev.start_mark, where,
+                     "not a capability URN: %s (urn:airlock:cap:NAME:VERSION)", quoted);
+    return push_string(p, where, &c->cap_install, &c->ncap_install, MAX_ORIGINS, s, n);
+}
+
+static bool parse_cap_install(cfg_parser *p, const char *where, void *base) {
+    return parse_list(p, where, parse_cap_install_item, base);
+}
+
 /* ---- the tables ------------------------------------------------------------------------ */
 
 #define CFG(m) offsetof(svc_config, m), sizeof(((svc_config *)0)->m)
@@ -1094,12 +1144,21 @@ static const field mcp_fields[] = {
     CUSTOM("allowed_origins", parse_origins, 0),
 };
 
+static const field capabilities_fields[] = {
+    CUSTOM("dir", parse_cap_dir, 0),
+    CUSTOM("registry", parse_cap_registry, 0),
+    CUSTOM("install", parse_cap_install, 0),
+    NUM("max_blob", K_SIZE, cap_max_blob_bytes, KIB, GIB, 0),
+    CUSTOM("outbox", parse_cap_outbox, 0),
+};
+
 static const field top_fields[] = {
     SECTION("listen", listen_fields),       SECTION("limits", limits_fields),
     SECTION("paths", paths_fields),         SECTION("backends", backends_fields),
     SECTION("sessions", sessions_fields),   SECTION("workers", workers_fields),
     SECTION("rate_limits", rate_fields),    CUSTOM("tokens", parse_tokens, 0),
     SECTION("redaction", redaction_fields), SECTION("mcp", mcp_fields),
+    SECTION("capabilities", capabilities_fields),
 };
 
 /* ---- the document ---------------------------------------------------------------------- */
@@ -1115,6 +1174,9 @@ static bool finish(cfg_parser *p) {
         return failf(p, p->mark[t], t == T_TIMEOUT ? "limits.timeout" : "limits.max_timeout",
                      "limits.timeout (%s) is above limits.max_timeout (%s)", a, b);
     }
+    if (c->ncap_install && !c->cap_registry[0])
+        return failf(p, p->ev.start_mark, "capabilities.install",
+                     "capabilities.install needs capabilities.registry");
     if (p->set[T_STATE_DIR] && !p->set[T_UNIX_SOCKET] && !derive_socket(c))
         return failf(p, p->mark[T_STATE_DIR], "paths.state_dir",
                      "too long for the default listen.unix_socket (<state_dir>/airlockd.sock "

@@ -24,7 +24,10 @@
  *    or 64 KiB), so a streamed secret is caught when the pattern fits one
  *    line — the final result is redacted as a whole;
  *  - every failure is a value: an error body and a 4xx/5xx status, never a
- *    crash; every allocation is freed on every path (exec_ctx_free).
+ *    crash; every allocation is freed on every path (exec_ctx_free);
+ *  - every policy carries the daemon's cancel flag (svc_cancel_flag, reason
+ *    "shutdown"): a cancelled execution is a result like any other (200,
+ *    status "cancelled"), audited and counted as such.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -47,7 +50,7 @@
 #define MAX_MODULE ((size_t)50 << 20)
 #define STREAM_HOLD ((size_t)64 << 10) /* longest line held back for redaction */
 
-static const char *const kind_names[] = {"python", "wasm", "command"};
+static const char *const kind_names[] = {"python", "wasm", "command", "plugin"};
 
 /* ---- streaming through the redactor ------------------------------------------------- */
 
@@ -121,6 +124,7 @@ typedef struct exec_ctx {
     const char **argv;        /* built for python and wasm */
     al_dir_grant *dirs;
     char **resolved;          /* realpaths of the granted directories */
+    svc_cap *cap;             /* SVC_PLUGIN: the installed capability (a reference) */
     uint8_t *module;          /* read from module_path */
     size_t module_len;
     char code_sha256[65];
@@ -138,6 +142,7 @@ static void exec_ctx_free(exec_ctx *x) {
     free(x->dirs);
     free(x->argv);
     free(x->module);
+    svc_cap_release(x->cap);
     if (x->streaming) pthread_mutex_destroy(&x->stream.mu);
     if (x->view) svc_view_release(x->s, x->view);
 }
@@ -383,6 +388,9 @@ static bool build_policy(exec_ctx *x) {
     const svc_exec_request *r = x->req;
     al_policy *p = &x->policy;
     al_policy_init(p);
+    /* every execution (and every session's) stops when the daemon cancels */
+    p->cancel = svc_cancel_flag(x->s);
+    p->cancel_reason = SVC_CANCEL_REASON;
     if (!limits(x) || !grant_dirs(x)) return false;
     p->env = (const char *const *)r->env;
     p->nenv = r->nenv;
@@ -396,6 +404,13 @@ static bool build_policy(exec_ctx *x) {
         x->backend = "wasm";
         if (r->module_path && !read_module(x)) return false;
         return guest_argv(x, r->module_path ? base_name(r->module_path) : "module.wasm");
+    case SVC_PLUGIN:
+        x->backend = "plugin";
+        x->cap = svc_caps_get(svc_caps_of(x->s), r->capability);
+        if (!x->cap)
+            return refuse(x, 404, "bad_request", "not_found",
+                          "capability: no capability \"%s\" is installed", r->capability);
+        return true;
     case SVC_COMMAND:
         if (!backend_allowed(x)) return false;
         p->isolation = r->backend;
@@ -416,6 +431,12 @@ static void sha256_hex(exec_ctx *x) {
     unsigned mdlen = 0;
     EVP_MD_CTX *ctx = EVP_MD_CTX_new();
     bool ok = ctx && EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) == 1;
+    if (ok && r->kind == SVC_PLUGIN) { /* the module's digest is the capability's */
+        EVP_MD_CTX_free(ctx);
+        const char *d = svc_cap_digest(x->cap);
+        snprintf(x->code_sha256, sizeof x->code_sha256, "%s", strncmp(d, "sha256:", 7) ? "" : d + 7);
+        return;
+    }
     if (ok && r->kind == SVC_PYTHON) ok = EVP_DigestUpdate(ctx, r->code, strlen(r->code)) == 1;
     else if (ok && r->kind == SVC_WASM)
         ok = r->module ? EVP_DigestUpdate(ctx, r->module, r->module_len) == 1
@@ -472,6 +493,10 @@ static json_t *policy_json(const exec_ctx *x) {
                           "backend", x->backend, "env", env, "dirs", dirs, "stdin_bytes",
                           (json_int_t)p->stdin_len, "stream", x->streaming);
     if (j && x->req->kind == SVC_COMMAND) json_object_set_new(j, "egress", egress_json(&p->egress));
+    if (j && x->req->kind == SVC_PLUGIN) {
+        json_object_set_new(j, "capability", json_string(x->req->capability));
+        json_object_set_new(j, "function", json_string(x->req->function));
+    }
     if (j && x->req->kind == SVC_WASM && x->req->module_path)
         json_object_set_new(j, "module_path", json_string(x->req->module_path));
     return j;
@@ -605,6 +630,13 @@ static bool run(exec_ctx *x, al_result *res) {
                        : al_run_wasm(&x->policy, x->module, x->module_len, res);
         break;
     case SVC_COMMAND: ok = al_exec(&x->policy, res); break;
+    case SVC_PLUGIN: {
+        const al_policy *p = &x->policy;
+        svc_cap_limits lim = {p->timeout_ms, p->fuel, p->max_memory_bytes, p->stdout_cap,
+                              p->cancel};
+        ok = svc_cap_call(x->cap, r->function, r->stdin_data, r->stdin_len, &lim, res);
+        break;
+    }
     }
     if (ok) return true;
     return refuse(x, 500, NULL, "execution_failed", "the execution could not run: %s",

@@ -29,9 +29,15 @@
  *  - a job owns copies of everything it reads (headers, body): a stopping
  *    daemon may answer its client before the worker is done with it;
  *  - exactly one response per job: whoever wins the job's `answered` flag
- *    (the worker, the pool's cancel, or svc_http_stop at the deadline)
- *    queues it and resumes the connection; nobody touches the connection
- *    after that;
+ *    (the worker, the pool's cancel, or svc_http_stop at the end of the
+ *    cancel wait) queues it and resumes the connection; nobody touches the
+ *    connection after that;
+ *  - shutdown (svc_http_stop): stop accepting, drain until the deadline,
+ *    then cancel the running executions (svc_cancel_all) and wait for them
+ *    with the listeners still serving, so a cancelled execution's client
+ *    gets its result (200, status "cancelled"; a stream its "result"
+ *    event) rather than a 503; only a job still running after
+ *    SVC_CANCEL_WAIT_MS is answered 503;
  *  - MHD functions are never called with h->mu held (MHD calls back into us
  *    from its own locks);
  *  - MHD_suspend_connection is called only from MHD's own callbacks, and
@@ -897,8 +903,30 @@ static void quiesce(listener *l) {
     l->fd = -1;
 }
 
-/* At the deadline: every job still running is answered 503 (its execution
- * goes on in its worker; its answer is dropped). */
+/* Past the drain deadline: cancel what still runs and wait (bounded) for the
+ * workers to finish, each answering its client with the cancelled result as
+ * it would any result. The listeners are still up, so those answers go out. */
+static void cancel_running(svc_http *h) {
+    svc_pool *pool = svc_pool_of(h->s);
+    unsigned running = 0;
+    svc_pool_counts(pool, NULL, &running);
+    if (running == 0) return;
+    svc_log(h->s, SVC_LOG_WARN,
+            "drain deadline passed: cancelling %u running execution%s (reason \"%s\")", running,
+            running == 1 ? "" : "s", SVC_CANCEL_REASON);
+    uint64_t t0 = mono_ms();
+    svc_cancel_all(h->s);
+    /* the pool is stopping and its queue empty: this only waits for idle */
+    svc_pool_shutdown(pool, SVC_CANCEL_WAIT_MS, job_cancel);
+    unsigned left = 0;
+    svc_pool_counts(pool, NULL, &left);
+    svc_log(h->s, left ? SVC_LOG_WARN : SVC_LOG_INFO,
+            "%u of %u cancelled execution%s ended in %" PRIu64 " ms", running - left, running,
+            running == 1 ? "" : "s", mono_ms() - t0);
+}
+
+/* After the cancel wait: every job still running is answered 503 (its
+ * execution goes on in its worker; its answer is dropped). */
 static unsigned answer_running(svc_http *h) {
     pthread_mutex_lock(&h->mu);
     unsigned n = 0;
@@ -945,9 +973,10 @@ void svc_http_stop(svc_http *h, uint64_t deadline_ms) {
     quiesce(&h->tcp_l);
     if (h->unix_path[0]) unlink(h->unix_path);
     svc_pool_shutdown(svc_pool_of(h->s), deadline_ms, job_cancel);
+    cancel_running(h);
     unsigned late = answer_running(h);
     if (late)
-        svc_log(h->s, SVC_LOG_WARN, "%u execution%s still running after the drain deadline", late,
+        svc_log(h->s, SVC_LOG_WARN, "%u execution%s still running after being cancelled", late,
                 late == 1 ? "" : "s");
     wait_connections(h, STOP_FLUSH_MS);
     stop_listener(&h->unix_l);

@@ -581,10 +581,14 @@ static json_t *do_initialize(svc_mcp_state *st, const json_t *id, const json_t *
                                     "instructions", instructions));
 }
 
-static json_t *do_tools_list(const json_t *id) {
+/* The built-in tools, then every installed servlet's (capabilities.c). */
+static json_t *do_tools_list(svc *s, const json_t *id) {
     json_t *list = json_array();
     for (size_t i = 0; list && i < N_TOOLS; i++)
         json_array_append_new(list, tool_json(&tools[i]));
+    json_t *servlets = s ? svc_caps_mcp_tools(svc_caps_of(s)) : NULL;
+    if (list && servlets) json_array_extend(list, servlets);
+    json_decref(servlets);
     return rpc_result(id, json_pack("{s:o}", "tools", list));
 }
 
@@ -762,21 +766,89 @@ static json_t *run_tool(svc *s, const json_t *id, const char *version, const too
     return tool_refused(id, t, response);
 }
 
+/* ---- servlet tools: a capability's `call` --------------------------------------------- */
+
+/* The servlet's answer ({"content": [...], "isError": bool}) is hostile
+ * bytes: it is passed on only when it has that shape. */
+static json_t *servlet_answer(const json_t *id, json_t *result /* stolen */) {
+    const json_t *out = json_object_get(result, "stdout");
+    json_error_t je;
+    json_t *doc = status_is_success(result) && json_is_string(out)
+                      ? json_loadb(json_string_value(out), json_string_length(out),
+                                   JSON_REJECT_DUPLICATES, &je)
+                      : NULL;
+    const json_t *content = json_object_get(doc, "content");
+    const json_t *is_error = json_object_get(doc, "isError");
+    bool shaped = json_is_array(content) && (!is_error || json_is_boolean(is_error));
+    for (size_t i = 0; shaped && i < json_array_size(content); i++) {
+        const json_t *item = json_array_get(content, i);
+        shaped = json_is_object(item) && json_is_string(json_object_get(item, "type"));
+    }
+    if (!shaped) {
+        json_decref(doc);
+        if (status_is_success(result)) {
+            json_object_set_new(result, "status", json_string("error"));
+            json_object_set_new(result, "error",
+                                json_string("manifest conformance error: the servlet's output "
+                                            "is not {\"content\": [...], \"isError\": bool}"));
+        }
+        return tool_result(id, result);
+    }
+    json_t *answer = json_pack("{s:O, s:b}", "content", content, "isError", json_is_true(is_error));
+    json_decref(doc);
+    json_decref(result);
+    return rpc_result(id, answer);
+}
+
+/* {"params": {"name": tool, "arguments": args}} to the capability's `call`,
+ * through svc_execute (auth, rate limits, audit, redaction) like any tool. */
+static json_t *run_servlet_tool(svc *s, const json_t *id, svc_cap *cap, const char *tool,
+                                const json_t *args, const svc_caller *caller) {
+    json_t *input = json_pack("{s:{s:s, s:O}}", "params", "name", tool, "arguments", args);
+    char *text = input ? json_dumps(input, JSON_COMPACT) : NULL;
+    json_decref(input);
+    if (!text) return rpc_error(id, RPC_INTERNAL_ERROR, "out of memory");
+    json_t *body = json_pack("{s:s, s:s, s:s, s:s}", "kind", "plugin", "capability",
+                             svc_cap_name(cap), "function", "call", "input", text);
+    free(text);
+    if (!body) return rpc_error(id, RPC_INTERNAL_ERROR, "out of memory");
+    svc_exec_request req;
+    char err[400];
+    bool ok = svc_request_parse(body, &req, err, sizeof err);
+    json_decref(body);
+    if (!ok) return rpc_error(id, RPC_INTERNAL_ERROR, "servlet request: %s", err);
+    int status_code = 500;
+    json_t *response = svc_execute(s, &req, caller, &status_code);
+    svc_request_free(&req);
+    if (!response) return rpc_error(id, RPC_INTERNAL_ERROR, "the execution produced no result");
+    if (status_code == 200) return servlet_answer(id, response);
+    static const tool_def servlet = {"servlet", "", "", "plugin", NULL, {{0}}};
+    return tool_refused(id, &servlet, response);
+}
+
 static json_t *do_tools_call(svc *s, const json_t *id, const char *version, const json_t *params,
                              const svc_caller *caller) {
     const json_t *name = json_object_get(params, "name");
     if (!json_is_string(name)) return rpc_error(id, RPC_INVALID_PARAMS, "name: must be a string");
     const tool_def *t = find_tool(json_string_value(name));
-    if (!t)
+    char servlet_tool[80];
+    svc_cap *cap = t || !s ? NULL
+                           : svc_caps_find_tool(svc_caps_of(s), json_string_value(name),
+                                                servlet_tool, sizeof servlet_tool);
+    if (!t && !cap)
         return rpc_error(id, RPC_INVALID_PARAMS, "unknown tool: %.64s", json_string_value(name));
     const json_t *args = json_object_get(params, "arguments");
     json_t *empty = NULL;
     if (!args) args = empty = json_object();
     if (!json_is_object(args)) {
+        json_decref(empty);
+        svc_cap_release(cap);
         return rpc_error_data(id, RPC_INVALID_PARAMS, json_pack("{s:s}", "argument", "arguments"),
                               "arguments: must be an object");
     }
-    json_t *response = run_tool(s, id, version, t, args, caller);
+    json_t *response = cap ? run_servlet_tool(s, id, cap, servlet_tool, args, caller)
+                           : run_tool(s, id, version, t, args, caller);
+    svc_cap_release(cap);
     json_decref(empty);
     return response;
 }
@@ -804,7 +876,7 @@ static json_t *handle_request(svc *s, svc_mcp_state *st, const json_t *id, const
     if (!known) return rpc_error(id, RPC_METHOD_NOT_FOUND, "method not found: %.64s", method);
     if (!version[0])
         return rpc_error(id, RPC_INVALID_REQUEST, "not initialized: send initialize first");
-    if (!strcmp(method, "tools/list")) return do_tools_list(id);
+    if (!strcmp(method, "tools/list")) return do_tools_list(s, id);
     return do_tools_call(s, id, version, params, caller);
 }
 

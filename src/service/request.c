@@ -4,7 +4,7 @@
  *
  * The body (every field but "kind" optional; which ones a kind takes below):
  *
- *   {"kind": "python" | "wasm" | "command",
+ *   {"kind": "python" | "wasm" | "command" | "plugin",
  *    "code": "print(1)",                     python (required)
  *    "module_base64": "AGFzbQ..." |         wasm: exactly one of the two
  *    "module_path": "/allowed/dir/m.wasm",
@@ -23,7 +23,10 @@
  *               "hosts": {"name": "addr"}, "max_connections": N,
  *               "max_bytes_per_connection": N, "max_bytes": N,
  *               "idle_timeout_ms": N},     command
- *    "stream": true}
+ *    "stream": true,
+ *    "capability": "textkit",                plugin (required): an installed capability
+ *    "function": "count_vowels",             plugin (required): its function
+ *    "input": "text" | "input_base64": ".."} plugin: the call's input (at most one)
  *
  * Invariants (the rules, the strict reading and the "egress" object are
  * policy_json.c's, shared with `airlock exec --policy`, so both say the same
@@ -151,6 +154,26 @@ static const char *b64_decode(const char *s, size_t n, uint8_t *out, size_t *out
     }
     *outlen = o;
     return NULL;
+}
+
+uint8_t *svc_base64_decode(const char *s, size_t n, size_t max, size_t *len, const char **why) {
+    *why = NULL;
+    if (n > (max + 2) / 3 * 4) {
+        *why = "too large once decoded";
+        return NULL;
+    }
+    uint8_t *buf = malloc(n / 4 * 3 + 1);
+    if (!buf) {
+        *why = svc_oom;
+        return NULL;
+    }
+    *why = b64_decode(s, n, buf, len);
+    if (!*why && *len > max) *why = "too large once decoded";
+    if (*why) {
+        free(buf);
+        return NULL;
+    }
+    return buf;
 }
 
 /* A base64 string decoded into owned bytes, at most max of them. */
@@ -282,24 +305,28 @@ static bool session_id(svc_json_ctx *c, request_owned *o, json_t *v, char **out)
     return true;
 }
 
-static const char *const kind_names[] = {"python", "wasm", "command"};
+static const char *const kind_names[] = {"python", "wasm", "command", "plugin"};
+#define N_KINDS (sizeof kind_names / sizeof kind_names[0])
 
 /* Which kinds take a field: bit 1 << svc_kind. */
 #define K_PY (1u << SVC_PYTHON)
 #define K_WASM (1u << SVC_WASM)
 #define K_CMD (1u << SVC_COMMAND)
+#define K_PLUG (1u << SVC_PLUGIN)
 #define K_ALL (K_PY | K_WASM | K_CMD)
 
 static const struct {
     const char *name;
     unsigned kinds;
 } fields[] = {
-    {"kind", K_ALL},           {"code", K_PY},           {"module_base64", K_WASM},
+    {"kind", K_ALL | K_PLUG},  {"code", K_PY},           {"module_base64", K_WASM},
     {"module_path", K_WASM},   {"args", K_PY | K_WASM},  {"argv", K_CMD},
     {"backend", K_CMD},        {"env", K_ALL},           {"stdin", K_ALL},
-    {"stdin_base64", K_ALL},   {"timeout_ms", K_ALL},    {"memory_bytes", K_ALL},
-    {"fuel", K_PY | K_WASM},   {"session", K_ALL},       {"dirs", K_ALL},
-    {"egress", K_CMD},         {"stream", K_ALL},
+    {"stdin_base64", K_ALL},   {"timeout_ms", K_ALL | K_PLUG},
+    {"memory_bytes", K_ALL | K_PLUG},                    {"fuel", K_PY | K_WASM | K_PLUG},
+    {"session", K_ALL},        {"dirs", K_ALL},          {"egress", K_CMD},
+    {"stream", K_ALL},         {"capability", K_PLUG},   {"function", K_PLUG},
+    {"input", K_PLUG},         {"input_base64", K_PLUG},
 };
 
 /* true when the request's kind takes the field; false with the reason in
@@ -311,7 +338,7 @@ static bool field_allowed(svc_json_ctx *c, svc_kind kind, const char *key, bool 
         *known = true;
         if (fields[i].kinds & (1u << kind)) return true;
         char kinds[64] = "";
-        for (unsigned k = 0; k < 3; k++) {
+        for (unsigned k = 0; k < N_KINDS; k++) {
             if (!(fields[i].kinds & (1u << k))) continue;
             size_t used = strlen(kinds);
             snprintf(kinds + used, sizeof kinds - used, "%s\"%s\"", used ? " or " : "",
@@ -353,6 +380,22 @@ static bool egress_field(svc_json_ctx *c, json_t *v, svc_exec_request *r) {
     return true;
 }
 
+static bool capability_name(svc_json_ctx *c, request_owned *o, json_t *v, char **out) {
+    if (!copy_string(c, o, v, SVC_CAP_NAME_MAX - 1, out)) return false;
+    if (!svc_cap_name_valid(*out))
+        return svc_json_fail(c, "a capability name is 1..32 of [a-z0-9-]");
+    return true;
+}
+
+/* An export name: printable ASCII without spaces, at most 128 bytes. */
+static bool function_name(svc_json_ctx *c, request_owned *o, json_t *v, char **out) {
+    if (!copy_string(c, o, v, 128, out)) return false;
+    for (const char *p = *out; *p; p++)
+        if (*p <= ' ' || *p > '~') return svc_json_fail(c, "a function name is printable ASCII");
+    if (!**out) return svc_json_fail(c, "empty function name");
+    return true;
+}
+
 static bool top_field(svc_json_ctx *c, const char *key, json_t *v, void *target) {
     svc_exec_request *r = target;
     request_owned *o = r->owned;
@@ -378,6 +421,11 @@ static bool top_field(svc_json_ctx *c, const char *key, json_t *v, void *target)
     if (!strcmp(key, "session")) return session_id(c, o, v, &r->session);
     if (!strcmp(key, "dirs")) return dir_list(c, v, r);
     if (!strcmp(key, "egress")) return egress_field(c, v, r);
+    if (!strcmp(key, "capability")) return capability_name(c, o, v, &r->capability);
+    if (!strcmp(key, "function")) return function_name(c, o, v, &r->function);
+    if (!strcmp(key, "input")) return stdin_text(c, v, r);
+    if (!strcmp(key, "input_base64"))
+        return get_base64(c, o, v, MAX_STDIN, &r->stdin_data, &r->stdin_len);
     if (!strcmp(key, "stream")) {
         if (!json_is_boolean(v)) return svc_json_fail(c, "expected true or false");
         r->stream = json_is_true(v);
@@ -389,17 +437,18 @@ static bool top_field(svc_json_ctx *c, const char *key, json_t *v, void *target)
 static bool read_kind(svc_json_ctx *c, const json_t *body, svc_exec_request *r) {
     json_t *v = json_object_get(body, "kind");
     if (!v)
-        return svc_json_fail(c, "missing field \"kind\" (\"python\", \"wasm\" or \"command\")");
+        return svc_json_fail(
+            c, "missing field \"kind\" (\"python\", \"wasm\", \"command\" or \"plugin\")");
     size_t mark = svc_json_path_key(c, "kind");
     const char *s = NULL;
     bool ok = svc_json_string(c, v, 16, &s, NULL);
     if (ok) {
         unsigned k = 0;
-        while (k < 3 && strcmp(s, kind_names[k]) != 0) k++;
-        if (k < 3) r->kind = (svc_kind)k;
-        else ok = svc_json_fail(c, "expected \"python\", \"wasm\" or \"command\"");
+        while (k < N_KINDS && strcmp(s, kind_names[k]) != 0) k++;
+        if (k < N_KINDS) r->kind = (svc_kind)k;
+        else ok = svc_json_fail(c, "expected \"python\", \"wasm\", \"command\" or \"plugin\"");
     } else {
-        svc_json_fail(c, "expected \"python\", \"wasm\" or \"command\"");
+        svc_json_fail(c, "expected \"python\", \"wasm\", \"command\" or \"plugin\"");
     }
     svc_json_path_reset(c, mark);
     return ok;
@@ -422,6 +471,13 @@ static bool complete(svc_json_ctx *c, const json_t *body, svc_exec_request *r) {
         break;
     case SVC_COMMAND:
         if (!r->argv) return svc_json_fail(c, "missing field \"argv\" (kind \"command\")");
+        break;
+    case SVC_PLUGIN:
+        if (!r->capability)
+            return svc_json_fail(c, "missing field \"capability\" (kind \"plugin\")");
+        if (!r->function) return svc_json_fail(c, "missing field \"function\" (kind \"plugin\")");
+        if (json_object_get(body, "input") && json_object_get(body, "input_base64"))
+            return svc_json_fail(c, "give \"input\" or \"input_base64\", not both");
         break;
     }
     return true;

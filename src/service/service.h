@@ -108,6 +108,13 @@ typedef struct svc_config {
     char **allowed_origins;       /* Origin values /mcp accepts (a request without
                                      Origin is accepted: not from a browser) */
     size_t nallowed_origins;
+    /* capabilities (issue 7) */
+    char cap_dir[SVC_PATH_MAX];   /* NAME.wasm (+ NAME.json) installed at start; "": none */
+    char cap_registry[256];       /* OCI registry base URL; "": none */
+    char **cap_install;           /* URNs fetched from cap_registry and installed at start */
+    size_t ncap_install;
+    uint64_t cap_max_blob_bytes;  /* default 10 MiB */
+    char cap_outbox[SVC_PATH_MAX];/* publication outbox; default <state_dir>/outbox.db */
 } svc_config;
 
 void svc_config_defaults(svc_config *c);
@@ -247,7 +254,7 @@ void svc_pool_free(svc_pool *p);
 typedef struct svc svc;
 typedef struct svc_sessions svc_sessions;
 
-typedef enum svc_kind { SVC_PYTHON = 0, SVC_WASM, SVC_COMMAND } svc_kind;
+typedef enum svc_kind { SVC_PYTHON = 0, SVC_WASM, SVC_COMMAND, SVC_PLUGIN } svc_kind;
 
 /* A request as the API and MCP parse it (request.c owns every string). */
 typedef struct svc_exec_request {
@@ -269,6 +276,8 @@ typedef struct svc_exec_request {
     size_t ndirs;
     al_egress egress;             /* command only; strings owned here */
     bool stream;                  /* the client asked for streamed output */
+    char *capability;             /* SVC_PLUGIN: an installed capability's name ... */
+    char *function;               /* ... and the function to call; stdin_data is its input */
     void *owned;                  /* request.c's allocations */
 } svc_exec_request;
 
@@ -280,6 +289,9 @@ typedef struct svc_exec_request {
  * `owned` list); for python, argv holds the "args" (sys.argv[1:]). */
 bool svc_request_parse(const json_t *body, svc_exec_request *out, char *err, size_t errlen);
 void svc_request_free(svc_exec_request *r);
+/* Strict base64 (request.c's rules) into a malloc'ed buffer of at most max
+ * bytes; NULL with *why on failure. */
+uint8_t *svc_base64_decode(const char *s, size_t n, size_t max, size_t *len, const char **why);
 /* The result as JSON: the fields of `airlock exec --json` (but "dirs"),
  * plus "redactions" and "audit_id" (null when the audit row failed). NULL
  * only when out of memory. */
@@ -328,9 +340,29 @@ svc_sessions *svc_sessions_of(svc *s);
 svc_pool *svc_pool_of(svc *s);
 svc_audit *svc_audit_of(svc *s);
 svc_ratelimit *svc_ratelimit_of(svc *s);
+/* The installed capabilities (capabilities.c): from the config's
+ * capabilities.dir and .install at svc_new and svc_reload, and the API. */
+struct svc_caps *svc_caps_of(svc *s);
+/* The publication outbox (al_publisher on capabilities.outbox), or NULL
+ * when no registry is configured. */
+al_publisher *svc_publisher_of(svc *s);
 /* The Python runtime opened from the config's python_dir at svc_new, or
  * NULL with *why (if why is not NULL) saying why it is unavailable. */
 al_python *svc_python_of(svc *s, const char **why);
+
+/* Cancellation of every execution (graceful shutdown, past the drain):
+ * svc_cancel_flag is the al_policy.cancel execute.c gives every execution
+ * (sessions included), with cancel_reason SVC_CANCEL_REASON; it lives as
+ * long as s. svc_cancel_all raises it (from any thread): every running
+ * execution ends within ~100 ms with status "cancelled", and every later
+ * one is cancelled before it starts. It is never lowered. */
+#define SVC_CANCEL_REASON "shutdown"
+/* How long shutdown waits for cancelled executions to end (they take
+ * ~100 ms plus their sandbox's teardown). */
+#define SVC_CANCEL_WAIT_MS 10000
+const int *svc_cancel_flag(svc *s);
+void svc_cancel_all(svc *s);
+bool svc_cancelling(svc *s);
 
 /* One generation of the config and the redactor built from it. An
  * execution holds one from start to finish, so svc_reload never frees what
@@ -460,7 +492,48 @@ json_t *svc_mcp_parse_error(const char *detail);
 /* ---- http.c ---------------------------------------------------------------------- */
 typedef struct svc_http svc_http;
 svc_http *svc_http_start(svc *s, char *err, size_t errlen);
-/* Stop accepting; wait for the pool to drain until deadline_ms, then cancel. */
+/* Stop accepting; wait for the pool to drain until deadline_ms (jobs still
+ * queued then are answered 503); then, if executions still run, cancel them
+ * (svc_cancel_all) and wait up to SVC_CANCEL_WAIT_MS for them to end, so
+ * their clients get their results (status "cancelled", HTTP 200, the SSE
+ * "result" event) before the listeners close. Only what still runs after
+ * that is answered 503; svc_pool_counts then says how many. */
 void svc_http_stop(svc_http *h, uint64_t deadline_ms);
+
+/* ---- capabilities.c -------------------------------------------------------------- */
+#define SVC_CAP_NAME_MAX 33
+typedef struct svc_caps svc_caps;   /* thread-safe: the installed capabilities */
+typedef struct svc_cap svc_cap;     /* one, reference counted */
+typedef struct svc_cap_limits {
+    uint64_t timeout_ms, fuel, memory_bytes, output_bytes; /* 0: the manifest's */
+    const int *cancel;
+} svc_cap_limits;
+svc_caps *svc_caps_new(void);
+void svc_caps_free(svc_caps *c);
+/* [a-z0-9][a-z0-9-]{0,31}: '_' joins capability and tool in MCP tool names. */
+bool svc_cap_name_valid(const char *name);
+/* Compile, check the manifest (no allowed_paths), ask a servlet for its
+ * tools; replaces an installed one of the same name. */
+bool svc_caps_install(svc_caps *c, const char *name, const uint8_t *wasm, size_t len,
+                      const char *manifest_json, const char *source, char *err, size_t errlen);
+bool svc_caps_remove(svc_caps *c, const char *name);
+/* Install every NAME.wasm (+ NAME.json manifest) of dir; logs what fails. */
+unsigned svc_caps_load_dir(svc_caps *c, svc *s, const char *dir);
+/* Fetch urn from the registry and install it as name (NULL: the last
+ * component of its repository). Returns an HTTP status: 201 installed
+ * (*installed names it), 400 bad URN or module, 502 the registry failed. */
+int svc_caps_install_urn(svc_caps *c, const al_registry *reg, const char *urn, const char *name,
+                         char *installed, size_t installed_len, char *err, size_t errlen);
+json_t *svc_caps_list(svc_caps *c);        /* [{name, source, digest, servlet, mcp_tools}] */
+json_t *svc_caps_mcp_tools(svc_caps *c);   /* tools/list entries of every servlet */
+/* A reference (svc_cap_release) or NULL. */
+svc_cap *svc_caps_get(svc_caps *c, const char *name);
+svc_cap *svc_caps_find_tool(svc_caps *c, const char *mcp_name, char *tool, size_t toollen);
+void svc_cap_release(svc_cap *cap);
+const char *svc_cap_name(const svc_cap *cap);
+const char *svc_cap_digest(const svc_cap *cap);
+/* One call on a fresh instance; false only when no result could be produced. */
+bool svc_cap_call(svc_cap *cap, const char *function, const uint8_t *input, size_t len,
+                  const svc_cap_limits *limits, al_result *result);
 
 #endif

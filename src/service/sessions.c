@@ -113,6 +113,7 @@ static const char *kind_name(svc_kind k) {
     case SVC_PYTHON: return "python";
     case SVC_WASM: return "wasm";
     case SVC_COMMAND: return "command";
+    case SVC_PLUGIN: return "plugin";
     }
     return "?";
 }
@@ -390,6 +391,8 @@ static bool template_ok(const svc_exec_request *t, al_isolation *backend, char *
             return fail(EINVAL, err, errlen, "a command session's backend is native or gvisor");
         *backend = t->backend;
         return true;
+    case SVC_PLUGIN: /* every plugin call gets a fresh instance */
+        return fail(EINVAL, err, errlen, "plugins have no sessions");
     }
     return fail(EINVAL, err, errlen, "unknown session kind");
 }
@@ -879,6 +882,7 @@ bool svc_session_exec(svc_sessions *s, const char *id, const char *token,
         case SVC_PYTHON: ok = run_python(s, se, &p, req, result, err, errlen); break;
         case SVC_COMMAND: ok = run_command(se, &p, result, err, errlen); break;
         case SVC_WASM: ok = run_wasm(&p, req, result, err, errlen); break;
+        case SVC_PLUGIN: fail(EINVAL, err, errlen, "plugins have no sessions"); break;
         }
     }
     int e = errno;

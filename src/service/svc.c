@@ -19,7 +19,13 @@
  *    everything else), then sessions (they hold Python interpreters), the
  *    Python runtime, the audit log, rate limits, metrics, the view;
  *  - a Python runtime that cannot be opened is not fatal: executions of
- *    kind "python" get a 503 with the reason kept here.
+ *    kind "python" get a 503 with the reason kept here;
+ *  - the cancel flag is part of the object, so it outlives every execution
+ *    and session that points at it; it only ever goes from 0 to 1;
+ *  - capabilities (issue 7) are installed from the config at svc_new and
+ *    again at every reload (a failed one is logged, never fatal); with a
+ *    registry configured, the publication outbox is opened and one thread
+ *    retries it every few seconds until svc_free.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -29,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "service.h"
@@ -51,6 +58,17 @@ struct svc {
     svc_pool *pool;
     al_python *python;
     char python_why[300];  /* why python is NULL */
+    int cancel;            /* svc_cancel_flag: raised once (atomic stores/loads) */
+    svc_caps *caps;        /* installed capabilities (capabilities.c) */
+    /* publication: the outbox and the thread that retries it */
+    al_publisher *publisher;
+    char registry_url[256];  /* al_registry points here: lives as long as the publisher */
+    al_registry registry;
+    pthread_t retrier;
+    bool retrier_running;
+    pthread_mutex_t retry_mu;
+    pthread_cond_t retry_cv;
+    bool stopping;         /* under retry_mu */
 };
 
 /* ---- logging ------------------------------------------------------------------------ */
@@ -160,6 +178,90 @@ static void open_python(svc *s, const svc_config *cfg) {
     svc_log(s, SVC_LOG_WARN, "python unavailable: %s", s->python_why);
 }
 
+/* ---- capabilities: installed at start and reload; publications retried --------------- */
+
+static void install_capabilities(svc *s, const svc_config *cfg) {
+    if (cfg->cap_dir[0]) {
+        unsigned n = svc_caps_load_dir(s->caps, s, cfg->cap_dir);
+        svc_log(s, SVC_LOG_INFO, "capabilities: %u installed from %s", n, cfg->cap_dir);
+    }
+    al_registry reg = {.url = cfg->cap_registry, .max_blob_bytes = (size_t)cfg->cap_max_blob_bytes,
+                       .timeout_ms = 30000};
+    for (size_t i = 0; i < cfg->ncap_install; i++) {
+        char name[SVC_CAP_NAME_MAX] = "", why[400] = "";
+        if (svc_caps_install_urn(s->caps, &reg, cfg->cap_install[i], NULL, name, sizeof name, why,
+                                 sizeof why) == 201)
+            svc_log(s, SVC_LOG_INFO, "capabilities: %s installed as %s", cfg->cap_install[i], name);
+        else
+            svc_log(s, SVC_LOG_WARN, "capabilities: %s", why);
+    }
+}
+
+#define RETRY_PERIOD_S 2
+
+/* Push what the outbox holds until svc_free: the publisher's own backoff
+ * decides what is due; this only wakes it. */
+static void *retry_main(void *arg) {
+    svc *s = arg;
+    pthread_mutex_lock(&s->retry_mu);
+    while (!s->stopping) {
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += RETRY_PERIOD_S;
+        pthread_cond_timedwait(&s->retry_cv, &s->retry_mu, &until);
+        if (s->stopping) break;
+        pthread_mutex_unlock(&s->retry_mu);
+        unsigned pushed = 0, pending = 0;
+        al_error e;
+        memset(&e, 0, sizeof e);
+        if (!al_publisher_retry(s->publisher, false, &pushed, &pending, &e))
+            svc_log(s, SVC_LOG_WARN, "publish: retry: %s", e.message);
+        else if (pushed)
+            svc_log(s, SVC_LOG_INFO, "publish: %u pushed from the outbox, %u pending", pushed,
+                    pending);
+        pthread_mutex_lock(&s->retry_mu);
+    }
+    pthread_mutex_unlock(&s->retry_mu);
+    return NULL;
+}
+
+static bool open_publisher(svc *s, const svc_config *cfg, char *err, size_t errlen) {
+    if (!cfg->cap_registry[0]) return true;
+    char outbox[SVC_PATH_MAX + 16];
+    if (cfg->cap_outbox[0]) snprintf(outbox, sizeof outbox, "%s", cfg->cap_outbox);
+    else snprintf(outbox, sizeof outbox, "%s/outbox.db", cfg->state_dir);
+    snprintf(s->registry_url, sizeof s->registry_url, "%s", cfg->cap_registry);
+    s->registry = (al_registry){.url = s->registry_url,
+                                .max_blob_bytes = (size_t)cfg->cap_max_blob_bytes,
+                                .timeout_ms = 30000};
+    al_error e;
+    memset(&e, 0, sizeof e);
+    s->publisher = al_publisher_open(outbox, &s->registry, &e);
+    if (!s->publisher) {
+        snprintf(err, errlen, "capabilities: outbox %s: %s", outbox, e.message);
+        return false;
+    }
+    s->retrier_running = pthread_create(&s->retrier, NULL, retry_main, s) == 0;
+    if (!s->retrier_running) {
+        snprintf(err, errlen, "capabilities: cannot start the outbox thread");
+        return false;
+    }
+    return true;
+}
+
+static void close_publisher(svc *s) {
+    if (s->retrier_running) {
+        pthread_mutex_lock(&s->retry_mu);
+        s->stopping = true;
+        pthread_cond_signal(&s->retry_cv);
+        pthread_mutex_unlock(&s->retry_mu);
+        pthread_join(s->retrier, NULL);
+        s->retrier_running = false;
+    }
+    if (s->publisher) al_publisher_close(s->publisher);
+    s->publisher = NULL;
+}
+
 static bool open_parts(svc *s, const svc_config *cfg, char *err, size_t errlen) {
     if (cfg->state_dir[0] && !make_dirs(cfg->state_dir, err, errlen)) return false;
     unsigned aborted = 0;
@@ -191,7 +293,13 @@ static bool open_parts(svc *s, const svc_config *cfg, char *err, size_t errlen) 
         snprintf(err, errlen, "worker pool: cannot start %u workers", cfg->workers);
         return false;
     }
-    return true;
+    s->caps = svc_caps_new();
+    if (!s->caps) {
+        snprintf(err, errlen, "out of memory");
+        return false;
+    }
+    install_capabilities(s, cfg);
+    return open_publisher(s, cfg, err, errlen);
 }
 
 svc *svc_new(const svc_config *cfg, char *err, size_t errlen) {
@@ -201,6 +309,8 @@ svc *svc_new(const svc_config *cfg, char *err, size_t errlen) {
         return NULL;
     }
     s->log_level = level_from_env();
+    pthread_mutex_init(&s->retry_mu, NULL);
+    pthread_cond_init(&s->retry_cv, NULL);
     if (pthread_rwlock_init(&s->lock, NULL) != 0) {
         snprintf(err, errlen, "out of memory");
         free(s);
@@ -237,7 +347,12 @@ bool svc_reload(svc *s, const svc_config *cfg, char *err, size_t errlen) {
     s->view = next;
     pthread_rwlock_unlock(&s->lock);
     log_fixed(s, &old->config, cfg);
+    if (strcmp(old->config.cap_registry, cfg->cap_registry) ||
+        strcmp(old->config.cap_outbox, cfg->cap_outbox))
+        svc_log(s, SVC_LOG_WARN, "reload: capabilities.registry for publishing and "
+                                 "capabilities.outbox apply after a restart");
     view_unref(old);
+    install_capabilities(s, cfg);
     svc_log(s, SVC_LOG_INFO, "configuration reloaded (%zu token%s)", cfg->ntokens,
             cfg->ntokens == 1 ? "" : "s");
     return true;
@@ -247,6 +362,8 @@ void svc_free(svc *s) {
     if (!s) return;
     /* parts may be missing when svc_new failed half way */
     if (s->pool) svc_pool_free(s->pool);
+    close_publisher(s);
+    if (s->caps) svc_caps_free(s->caps);
     if (s->sessions) svc_sessions_free(s->sessions);
     if (s->python) al_python_close(s->python);
     if (s->audit) svc_audit_close(s->audit);
@@ -254,6 +371,8 @@ void svc_free(svc *s) {
     if (s->metrics) svc_metrics_free(s->metrics);
     view_unref(s->view);
     pthread_rwlock_destroy(&s->lock);
+    pthread_mutex_destroy(&s->retry_mu);
+    pthread_cond_destroy(&s->retry_cv);
     free(s);
 }
 
@@ -267,8 +386,14 @@ svc_sessions *svc_sessions_of(svc *s) { return s->sessions; }
 svc_pool *svc_pool_of(svc *s) { return s->pool; }
 svc_audit *svc_audit_of(svc *s) { return s->audit; }
 svc_ratelimit *svc_ratelimit_of(svc *s) { return s->ratelimit; }
+svc_caps *svc_caps_of(svc *s) { return s->caps; }
+al_publisher *svc_publisher_of(svc *s) { return s->publisher; }
 
 al_python *svc_python_of(svc *s, const char **why) {
     if (why) *why = s->python ? NULL : s->python_why;
     return s->python;
 }
+
+const int *svc_cancel_flag(svc *s) { return &s->cancel; }
+void svc_cancel_all(svc *s) { __atomic_store_n(&s->cancel, 1, __ATOMIC_RELEASE); }
+bool svc_cancelling(svc *s) { return __atomic_load_n(&s->cancel, __ATOMIC_ACQUIRE) != 0; }

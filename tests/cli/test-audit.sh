@@ -68,7 +68,7 @@ cat >"$RUN_DIR/writer.c" <<'EOF'
 #include "service.h"
 
 static al_status status_of(const char *name) {
-    for (int s = AL_STATUS_OK; s <= AL_STATUS_UNSUPPORTED; s++)
+    for (int s = AL_STATUS_OK; s <= AL_STATUS_CANCELLED; s++)
         if (!strcmp(name, al_status_name((al_status)s))) return (al_status)s;
     return AL_STATUS_ERROR;
 }
@@ -104,6 +104,8 @@ int main(int argc, char **argv) {
                            .term_signal = atoi(f[4]),
                            .wall_ns = strtoull(f[5], NULL, 10) * 1000000,
                            .limits_hit = AL_LIMIT_WALL};
+            if (r.status == AL_STATUS_CANCELLED) /* the cancel reason, as the backends set it */
+                snprintf(r.error.message, sizeof r.error.message, "shutdown");
             svc_audit_finish fin = {.result = &r, .redactions = (unsigned)atoi(f[6]),
                                     .redaction_kinds_json = "[\"bearer_token\"]"};
             puts(svc_audit_end(a, strtoll(f[1], NULL, 10), &fin) ? "ok" : "fail");
@@ -333,6 +335,16 @@ printf 'not a database at all, not even close to one; padding padding padding pa
 run_airlock "$A" audit --db "$RUN_DIR/junk.db"
 [[ $RC -eq 1 && $(wc -l <"$ERR") -eq 1 ]] && grep -q "not a database" "$ERR" &&
     pass "a file that is not a database" || fail "a file that is not a database" "exit $RC" "$(cat "$ERR")"
+
+# ---- an execution airlockd cancelled at shutdown ---------------------------------------------
+DB2=$RUN_DIR/cancelled.db
+write "$DB2" "begin${TAB}alice${TAB}${TAB}command${TAB}native${TAB}$SHA
+end${TAB}1${TAB}cancelled${TAB}137${TAB}9${TAB}1200${TAB}0"
+[[ $(tr '\n' ' ' <"$OUT") == "aborted 0 1 ok " ]] && pass "writer: one execution cancelled" ||
+    fail "writer: one execution cancelled" "$(cat "$OUT" "$ERR")"
+pyjson "--status cancelled: the row and its reason" 0 \
+    'len(d) == 1 and d[0]["status"] == "cancelled" and d[0]["abort_reason"] == "shutdown" and d[0]["error_message"] == "shutdown"' \
+    -- "$A" audit --db "$DB2" --status cancelled --json
 
 # ---- the default path, as a user without root ------------------------------------------------
 # Root's default is /var/lib/airlock/audit.db, which a test must not touch: the

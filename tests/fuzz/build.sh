@@ -11,7 +11,9 @@
 # src/cli/policy_file.c (the exec --policy JSON file) into
 # build/fuzz/fuzz_policy_file, and tests/fuzz/fuzz_svc_request.c +
 # src/service/request.c (airlockd's execution request bodies, issue 6) into
-# build/fuzz/fuzz_svc_request.
+# build/fuzz/fuzz_svc_request, and tests/fuzz/fuzz_manifest.c +
+# src/plugin/manifest.c (Extism plugin manifests, issue 7) into
+# build/fuzz/fuzz_manifest.
 #
 #   tests/fuzz/build.sh            (CC=clang-14 by default)
 set -euo pipefail
@@ -111,3 +113,19 @@ for src in src/service/config.c src/service/redact.c src/service/auth.c tests/fu
 done
 "$CC" "${CFLAGS[@]}" -fsanitize=fuzzer -o "$OUT/fuzz_svc_config" "${svc_objs[@]}" -lyaml -lcrypto -ljansson
 echo "built $OUT/fuzz_svc_config" >&2
+
+# fuzz_manifest: Extism plugin manifests (src/plugin/manifest.c, issue 7) with
+# src/net/policy.c (allowed_hosts are checked by the egress rules); jansson,
+# libcurl (the url loader, linked but never called) and libcrypto are the
+# system's. Objects are prefixed "plugin_".
+mf_objs=()
+for src in src/plugin/manifest.c src/net/policy.c tests/fuzz/fuzz_manifest.c; do
+    obj=$OBJ/plugin_$(basename "${src%.c}").o
+    if [ ! -f "$obj" ] || [ -n "$(find "$src" src/net/net.h include/airlock.h -newer "$obj" 2>/dev/null | head -n 1)" ]; then
+        "$CC" "${CFLAGS[@]}" -Isrc/plugin -Isrc/net -Iinclude $(pkg-config --cflags jansson libcurl) \
+            -fsanitize=fuzzer-no-link -c "$src" -o "$obj"
+    fi
+    mf_objs+=("$obj")
+done
+"$CC" "${CFLAGS[@]}" -fsanitize=fuzzer -o "$OUT/fuzz_manifest" "${mf_objs[@]}" -ljansson -lcurl -lcrypto
+echo "built $OUT/fuzz_manifest" >&2

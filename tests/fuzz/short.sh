@@ -28,7 +28,9 @@
 # fuzz_svc_config (airlockd's YAML config) runs for 3 s from
 # dist/airlockd.yaml and a few hand-written files (build/fuzz/svc-config-seeds)
 # with a dictionary of its keys (build/fuzz/svc_config.dict).
-# The last line is the usual summary, one test per target: "6 passed,
+# fuzz_manifest (Extism plugin manifests, issue 7) runs for 3 s from
+# tests/fuzz/seeds/manifest with tests/fuzz/manifest.dict.
+# The last line is the usual summary, one test per target: "7 passed,
 # 0 failed" when nothing crashed.
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -42,7 +44,7 @@ TESTSUITE=${WASM_TESTSUITE:-$ROOT/../shared/wasm-testsuite}
 
 if ! tests/fuzz/build.sh; then
     echo "fuzz targets failed to build"
-    echo "0 passed, 6 failed"
+    echo "0 passed, 7 failed"
     exit 1
 fi
 
@@ -246,5 +248,11 @@ echo "fuzz_svc_config: $(ls "$cfg_seeds" | wc -l) seeds; fuzzing for 3s" >&2
 fuzz_for fuzz_svc_config 3 "$OUT/short-svc-config.log" -max_len=65536 \
     -dict="$OUT/svc_config.dict" -artifact_prefix="$OUT/artifacts/svc-config-" \
     "$OUT/svc-config-corpus" "$cfg_seeds"
+# ---- fuzz_manifest (issue 7): Extism plugin manifests, 3 s ----
+mkdir -p "$OUT/manifest-corpus"
+echo "fuzz_manifest: $(ls tests/fuzz/seeds/manifest | wc -l) seeds; fuzzing for 3s" >&2
+fuzz_for fuzz_manifest 3 "$OUT/short-manifest.log" -max_len=65536 \
+    -dict=tests/fuzz/manifest.dict -artifact_prefix="$OUT/artifacts/manifest-" \
+    "$OUT/manifest-corpus" tests/fuzz/seeds/manifest
 echo "$passed passed, $failed failed"
 [ $failed -eq 0 ]

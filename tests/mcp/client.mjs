@@ -18,6 +18,7 @@ import { LATEST_PROTOCOL_VERSION } from "@modelcontextprotocol/sdk/types.js";
 
 const [mode, target, extra] = process.argv.slice(2);
 const havePython = process.env.AIRLOCK_MCP_PYTHON !== "0";
+const haveServlet = process.env.AIRLOCK_MCP_SERVLET === "1"; // capability "textkit" installed
 const CALL_TIMEOUT_MS = 120000; // ASan builds and gVisor are slow; the server bounds runs itself
 
 function pass(name) {
@@ -95,7 +96,8 @@ async function sdkChecks() {
   });
 
   await check("tools/list: three tools with input and output schemas", async () => {
-    const { tools } = await client.listTools();
+    const { tools: all } = await client.listTools();
+    const tools = all.filter((t) => t.name.startsWith("run_"));
     const names = tools.map((t) => t.name).sort().join(",");
     expect(names === "run_command,run_python,run_wasm", `tools: ${names}`);
     for (const t of tools) {
@@ -169,6 +171,34 @@ async function sdkChecks() {
       return;
     }
     throw new Error("no error");
+  });
+
+  // MCP servlets (issue 7): a capability exporting describe + call
+  await check("tools/list: an installed servlet's tools", async () => {
+    if (!haveServlet) return { skip: "example plugins not built" };
+    const { tools } = await client.listTools();
+    const names = tools.map((t) => t.name).filter((n) => n.startsWith("textkit_")).sort().join(",");
+    expect(names === "textkit_count_vowels,textkit_reverse", `servlet tools: ${names}`);
+    const t = tools.find((x) => x.name === "textkit_count_vowels");
+    expect(t.inputSchema && t.inputSchema.type === "object", "inputSchema");
+    expect(t.description, "description");
+  });
+
+  await check("tools/call of a servlet tool: content from the plugin", async () => {
+    if (!haveServlet) return { skip: "example plugins not built" };
+    const r = await client.callTool(
+      { name: "textkit_count_vowels", arguments: { text: "sandboxed plugins" } },
+      undefined,
+      { timeout: CALL_TIMEOUT_MS },
+    );
+    expect(!r.isError, `isError set: ${text(r)}`);
+    expect(/\b5\b/.test(text(r)), `text: ${text(r)}`);
+  });
+
+  await check("tools/call of a servlet tool with bad arguments: isError from the plugin", async () => {
+    if (!haveServlet) return { skip: "example plugins not built" };
+    const r = await client.callTool({ name: "textkit_reverse", arguments: { text: 42 } });
+    expect(r.isError === true, `isError not set: ${text(r)}`);
   });
 
   await check("close", async () => {

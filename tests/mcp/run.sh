@@ -84,6 +84,21 @@ if [ ! -x "$AIRLOCK" ]; then
     finish_mcp
 fi
 
+# ---- an MCP servlet (issue 7): examples/plugins/mcp_servlet.c as capability "textkit" ----
+SERVLET=0
+mkdir -p "$T/caps"
+if "$ROOT/examples/plugins/build.sh" "$T/plugins" >"$T/plugins.log" 2>&1; then
+    cp "$T/plugins/mcp_servlet.wasm" "$T/caps/textkit.wasm" && SERVLET=1
+else
+    fail "setup: example plugins" "$(tail -n 5 "$T/plugins.log")"
+fi
+export AIRLOCK_MCP_SERVLET=$SERVLET
+if [ "$SERVLET" = 1 ]; then
+    TOOLS="run_command,run_python,run_wasm,textkit_count_vowels,textkit_reverse"
+else
+    TOOLS="run_command,run_python,run_wasm"
+fi
+
 # ---- the configuration ---------------------------------------------------------------
 PYTHON=1
 [ -r "$PYDIR/python.wasm" ] || PYTHON=0
@@ -109,6 +124,8 @@ mkdir -p "$T/state"
     echo "tokens:"
     echo "  - name: mcp-test"
     echo "    sha256: \"$TOKEN_SHA\""
+    echo "capabilities:"
+    echo "  dir: \"$T/caps\""
 } >"$T/airlockd.yaml"
 export AIRLOCK_MCP_PYTHON=$PYTHON
 [ "$PYTHON" = 1 ] || echo "note: no $PYDIR/python.wasm (tools/build-python.sh): Python checks skip"
@@ -175,8 +192,14 @@ cat >"$T/inspector-stdio.json" <<EOF
   "args": ["mcp", "--config", "$T/airlockd.yaml"]}}}
 EOF
 inspector "inspector-cli stdio: tools/list" \
-    'out.tools.map((t) => t.name).sort().join() === "run_command,run_python,run_wasm"' \
+    "out.tools.map((t) => t.name).sort().join() === '$TOOLS'" \
     --config "$T/inspector-stdio.json" --server airlock --method tools/list
+if [ "$SERVLET" = 1 ]; then
+    inspector "inspector-cli stdio: tools/call of a servlet's tool" \
+        'out.isError === false && out.content[0].text === "olleh"' \
+        --config "$T/inspector-stdio.json" --server airlock --method tools/call \
+        --tool-name textkit_reverse --tool-arg 'text=hello'
+fi
 if [ "$PYTHON" = 1 ]; then
     inspector "inspector-cli stdio: tools/call run_python" \
         'out.structuredContent.stdout === "7\n" && out.isError === false' \
@@ -214,9 +237,16 @@ else
 {"mcpServers": {"airlock": {"type": "streamable-http", "url": "$URL"}}}
 EOF
     inspector "inspector-cli http: tools/list" \
-        'out.tools.map((t) => t.name).sort().join() === "run_command,run_python,run_wasm"' \
+        "out.tools.map((t) => t.name).sort().join() === '$TOOLS'" \
         --config "$T/inspector-http.json" --server airlock \
         --header "Authorization: Bearer $TOKEN" --method tools/list
+    if [ "$SERVLET" = 1 ]; then
+        inspector "inspector-cli http: tools/call of a servlet's tool" \
+            'out.isError === false && out.content[0].text === "olleh"' \
+            --config "$T/inspector-http.json" --server airlock \
+            --header "Authorization: Bearer $TOKEN" --method tools/call \
+            --tool-name textkit_reverse --tool-arg 'text=hello'
+    fi
     if kill -0 "$DAEMON_PID" 2>/dev/null; then
         pass "http: airlockd still running after the checks"
     else

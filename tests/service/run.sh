@@ -8,9 +8,10 @@
 # and checks the HTTP API: auth, executions of every kind, bad input (400,
 # 413, 415, 404, 405), sessions (Python state, workspace files, 409 while
 # busy), rate limits and a full queue (429 + Retry-After), SSE streaming,
-# /metrics, MCP over HTTP, SIGHUP reload, graceful and deadline shutdown,
-# kill -9 and restart (aborted audit rows, no orphan sandbox), and that no
-# file descriptor leaks. A sanitizer report in any daemon's log fails the
+# /metrics, MCP over HTTP, SIGHUP reload, graceful shutdown and the drain
+# deadline (running executions cancelled: every client gets its "cancelled"
+# result, audit rows cancelled/shutdown, no sandbox left), kill -9 and restart
+# (aborted audit rows, no orphan sandbox), and that no file descriptor leaks. A sanitizer report in any daemon's log fails the
 # run. Python cases are skipped when build/python is missing, native and
 # gVisor ones when /healthz says the host lacks them.
 # Prints "PASS name" / "FAIL name: why", last line "N passed, N failed";
@@ -135,8 +136,10 @@ post() { api POST "$1" "${J[@]}" -d "$2"; }
 
 count_fds() { ls "/proc/$1/fd" 2>/dev/null | wc -l; }
 audit_rows() { # DB STATUS -> JSON array (airlock audit, else sqlite3 through python)
-    if [ -x "$CLI" ] && "$CLI" audit --help >/dev/null 2>&1; then
-        "$CLI" audit --db "$1" --status "$2" --json 2>/dev/null
+    local out
+    if [ -x "$CLI" ] && "$CLI" audit --help >/dev/null 2>&1 &&
+        out=$("$CLI" audit --db "$1" --status "$2" --json 2>/dev/null); then
+        printf '%s\n' "$out"
     else
         "$HOST_PY" - "$1" "$2" <<'EOF'
 import json, sqlite3, sys
@@ -490,10 +493,80 @@ fi
 
 # ---- daemon 3: kill -9, restart, then a drain deadline ----------------------------------------
 
+# One long execution per kind the daemon can run (a spinning wasm module, its
+# streamed twin, Python sleeping 60 s, native and gVisor `sleep 60.x`), then
+# SIGTERM with --drain-timeout 1: past the deadline airlockd cancels them, and
+# every client gets its result (HTTP 200, status "cancelled", error
+# "shutdown"; the stream its "result" event) within a few seconds, the audit
+# rows say cancelled / shutdown, airlockd exits 0 and no sandbox is left.
+deadline_cancel() {
+    local names=() pids=() n name i
+    dl_start() { # NAME BODY [CURL ARGS]: one client in the background
+        local name=$1 body=$2
+        shift 2
+        curl -s --max-time 30 -o "$T/dl-$name.body" -w '%{http_code}' "${A[@]}" "${J[@]}" "$@" \
+            -d "$body" "$U3/v1/executions" >"$T/dl-$name.code" &
+        pids+=($!)
+        names+=("$name")
+    }
+    [ -n "$SPIN_B64" ] && dl_start wasm "$(spin 25000)"
+    [ -n "$SPIN_B64" ] && dl_start stream \
+        "{\"kind\":\"wasm\",\"module_base64\":\"$SPIN_B64\",\"timeout_ms\":25000,\"stream\":true}" -N
+    [ "$HAVE_PY" = true ] &&
+        dl_start python '{"kind":"python","code":"import time\ntime.sleep(60)","timeout_ms":60000}'
+    [ "$HAVE_NATIVE" = true ] &&
+        dl_start native '{"kind":"command","argv":["/bin/sleep","60.25"],"timeout_ms":60000}'
+    [ "$HAVE_GVISOR" = true ] &&
+        dl_start gvisor '{"kind":"command","backend":"gvisor","argv":["/bin/sleep","60.5"],"timeout_ms":60000}'
+    n=${#names[@]}
+    if [ "$n" = 0 ]; then
+        kill -TERM "$D3_PID"
+        wait "$D3_PID"
+        return
+    fi
+    sleep 2.5 # every one is running (gVisor boots, an ASan Python starts)
+    local t0 t1 rc=0
+    t0=$(date +%s%N)
+    kill -TERM "$D3_PID"
+    wait "$D3_PID" || rc=$?
+    t1=$(date +%s%N)
+    wait "${pids[@]}" # (not a bare wait: the watchdog is a child too)
+    local took_ms=$(((t1 - t0) / 1000000)) bad=
+    for name in "${names[@]}"; do
+        local code body
+        code=$(cat "$T/dl-$name.code" 2>/dev/null)
+        body=$T/dl-$name.body
+        if [ "$name" = stream ]; then # the last event's data
+            body=$T/dl-stream.result
+            grep -A1 '^event: result' "$T/dl-stream.body" | sed -n 's/^data: //p' >"$body"
+        fi
+        [ "$code" = 200 ] && [ "$(jq -r .status "$body" 2>/dev/null)" = cancelled ] &&
+            [ "$(jq -r .error "$body" 2>/dev/null)" = shutdown ] ||
+            bad="$bad $name: HTTP $code $(head -c 160 "$body");"
+    done
+    [ -z "$bad" ] && [ $rc = 0 ] && [ $took_ms -le 8000 ] &&
+        pass "deadline/cancelled_results ($n clients: ${names[*]}; exit after ${took_ms} ms)" ||
+        fail deadline/cancelled_results "exit $rc after ${took_ms} ms:$bad $(grep -i cancel "$T/d3b.log" | tail -n 3)"
+    local rows cancelled running
+    rows=$(audit_rows "$D3/audit.db" cancelled)
+    cancelled=$(jq '[.[] | select(.abort_reason == "shutdown" and .error_message == "shutdown")] | length' <<<"$rows")
+    running=$(jq 'length' <<<"$(audit_rows "$D3/audit.db" running)")
+    [ "$cancelled" = "$n" ] && [ "$running" = 0 ] && pass deadline/audit_cancelled_shutdown ||
+        fail deadline/audit_cancelled_shutdown "cancelled/shutdown rows: $cancelled of $n, running: $running"
+    local left=
+    for i in $(seq 1 20); do
+        left=$(pgrep -af 'sleep 60\.(25|5)' | grep -v pgrep)
+        left="$left$(pgrep -af "runsc.*$D3" | grep -v pgrep)"
+        [ -z "$left" ] && break
+        sleep 0.1
+    done
+    [ -z "$left" ] && pass deadline/no_orphan_sandboxes || fail deadline/no_orphan_sandboxes "$left"
+}
+
 if want 'crash|deadline'; then
     D3=$T/d3
     PORT3=$(free_port)
-    config "$D3" "$PORT3"
+    config "$D3" "$PORT3" 8 64 # a worker for each execution of deadline_cancel
     U3=http://127.0.0.1:$PORT3
     if start d3 "$D3"; then
         D3_PID=$PID
@@ -523,26 +596,8 @@ if want 'crash|deadline'; then
                 sleep 0.2
             done
             [ -z "$orphans" ] && pass crash/no_orphan_sandboxes || fail crash/no_orphan_sandboxes "$orphans"
-            # a drain deadline: the execution is answered 503 and recorded aborted/shutdown
-            if [ -n "$SPIN_B64" ]; then
-                curl -s --max-time 30 -o "$T/dl.body" -w '%{http_code}' "${A[@]}" "${J[@]}" \
-                    -d "$(spin 15000)" "$U3/v1/executions" >"$T/dl.code" &
-                BG=$!
-                sleep 1
-                t0=$(date +%s)
-                kill -TERM "$D3_PID"
-                rc=0
-                wait "$D3_PID" || rc=$?
-                wait "$BG"
-                took=$(($(date +%s) - t0))
-                reason=$(audit_rows "$D3/audit.db" aborted | jq -r '[.[] | select(.abort_reason == "shutdown")] | length')
-                [ "$(cat "$T/dl.code")" = 503 ] && [ $rc = 0 ] && [ $took -le 8 ] && [ "$reason" = 1 ] &&
-                    pass deadline/cancelled_as_shutdown ||
-                    fail deadline/cancelled_as_shutdown "HTTP $(cat "$T/dl.code"), exit $rc after ${took}s, shutdown rows: $reason"
-            else
-                kill -TERM "$D3_PID"
-                wait "$D3_PID"
-            fi
+            # a drain deadline: what still runs is cancelled; every client gets its result
+            deadline_cancel
         else
             fail crash/kill9_marks_aborted "restart failed: $(tail -n 3 "$T/d3b.log")"
         fi

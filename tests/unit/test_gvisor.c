@@ -7,7 +7,9 @@
  * timeout, cpu_limit, memory_limit, output_truncated, error) with exit code,
  * signal and limits_hit; stdin, the clean environment and the guest
  * identity; granted directories (rw and ro); a session keeping /tmp across
- * executions and surviving one execution's timeout; and cleanup — a timeout
+ * executions and surviving one execution's timeout or cancellation; the
+ * cancel flag (al_policy.cancel, raised from another thread) ending a run
+ * as CANCELLED with its reason; and cleanup — a timeout or a cancellation
  * with background children leaves no runsc process of the test's state
  * directory behind, and an airlock killed mid-run (SIGKILL) leaves a
  * container, a bundle and a cgroup that al_gc removes; al_session_close and
@@ -37,6 +39,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -405,6 +408,122 @@ static void test_timeout_kills_everything(void **state) {
     assert_string_equal((char *)r.stdout_data, "started\n");
     assert_true(r.wall_ns < UINT64_C(8000000000));
     al_result_free(&r);
+    assert_nothing_left();
+}
+
+/* ---- cancellation ------------------------------------------------------------------ */
+
+/* A thread that raises flag delay_ms after the program printed its first
+ * output (on_output sets started), so the flag reaches a program that runs
+ * rather than a sandbox still booting (the embedder's side). */
+typedef struct canceller {
+    pthread_t thread;
+    int flag;
+    int started;
+    unsigned delay_ms;
+    struct timespec raised;
+} canceller;
+
+static void note_output(void *ctx, int stream, const uint8_t *data, size_t len) {
+    canceller *c = ctx;
+    __atomic_store_n(&c->started, 1, __ATOMIC_RELEASE);
+}
+
+static void *cancel_later(void *arg) {
+    canceller *c = arg;
+    struct timespec tick = {0, 5000000};
+    for (int i = 0; i < 4000 && !__atomic_load_n(&c->started, __ATOMIC_ACQUIRE); i++)
+        nanosleep(&tick, NULL); /* at most 20 s */
+    struct timespec d = {(time_t)(c->delay_ms / 1000), (long)(c->delay_ms % 1000) * 1000000L};
+    nanosleep(&d, NULL);
+    clock_gettime(CLOCK_MONOTONIC, &c->raised);
+    __atomic_store_n(&c->flag, 1, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+static void canceller_start(canceller *c, unsigned delay_ms) {
+    memset(c, 0, sizeof *c);
+    c->delay_ms = delay_ms;
+    assert_int_equal(pthread_create(&c->thread, NULL, cancel_later, c), 0);
+}
+
+/* The flag raised while the program sleeps: the sandbox is killed and
+ * removed like at a timeout, and the result says cancelled, with the
+ * reason. */
+static void test_cancel_kills_everything(void **state) {
+    SKIP_UNLESS_GVISOR();
+    assert_int_equal(runsc_processes(), 0);
+    static const char *const argv[] = {"sh", "-c", "sleep 100 & echo started; sleep 60", NULL};
+    al_policy p = policy_for(argv);
+    canceller c;
+    canceller_start(&c, 200);
+    p.cancel = &c.flag;
+    p.cancel_reason = "shutdown";
+    p.on_output = note_output;
+    p.on_output_ctx = &c;
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    al_result r = run(&p);
+    double took = elapsed_ms(&t0);
+    pthread_join(c.thread, NULL);
+    double after = elapsed_ms(&c.raised);
+    print_message("gvisor: returned %.0f ms after the flag was raised (run %.0f ms)\n", after,
+                  took);
+    assert_int_equal(r.status, AL_STATUS_CANCELLED);
+    assert_string_equal(r.error.message, "shutdown");
+    assert_string_equal((char *)r.stdout_data, "started\n");
+    assert_int_equal(r.limits_hit & AL_LIMIT_WALL, 0);
+    assert_true(after < 2000);
+    al_result_free(&r);
+    assert_nothing_left();
+}
+
+/* In a warm session: that execution's process group dies, the sandbox and
+ * its state live on. */
+static void test_session_cancel(void **state) {
+    SKIP_UNLESS_GVISOR();
+    static const char *const none[] = {"/bin/true", NULL};
+    al_policy p = policy_for(none);
+    al_error err;
+    al_session *s = al_session_open(&p, &err);
+    assert_non_null(s);
+    static const char *const first[] = {"sh", "-c", "echo kept > /tmp/state", NULL};
+    al_policy req = policy_for(first);
+    al_result r;
+    assert_true(al_session_exec(s, &req, &r));
+    assert_int_equal(r.status, AL_STATUS_OK);
+    al_result_free(&r);
+
+    static const char *const slow[] = {"sh", "-c", "sleep 100 & echo started; sleep 60", NULL};
+    req = policy_for(slow);
+    canceller c;
+    canceller_start(&c, 200);
+    req.cancel = &c.flag;
+    req.cancel_reason = "shutdown";
+    req.on_output = note_output;
+    req.on_output_ctx = &c;
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    assert_true(al_session_exec(s, &req, &r));
+    double took = elapsed_ms(&t0);
+    pthread_join(c.thread, NULL);
+    double after_flag = elapsed_ms(&c.raised);
+    print_message("gvisor session: returned %.0f ms after the flag was raised (exec %.0f ms)\n",
+                  after_flag, took);
+    assert_int_equal(r.status, AL_STATUS_CANCELLED);
+    assert_string_equal(r.error.message, "shutdown");
+    assert_string_equal((char *)r.stdout_data, "started\n");
+    assert_true(after_flag < 2000);
+    al_result_free(&r);
+
+    static const char *const after[] = {
+        "sh", "-c", "cat /tmp/state; ps -eo args | grep -c '^sleep' || true", NULL};
+    req = policy_for(after);
+    assert_true(al_session_exec(s, &req, &r));
+    assert_int_equal(r.status, AL_STATUS_OK);
+    assert_string_equal((char *)r.stdout_data, "kept\n0\n");
+    al_result_free(&r);
+    al_session_close(s);
     assert_nothing_left();
 }
 
@@ -907,6 +1026,8 @@ int main(void) {
         cmocka_unit_test(test_clean_sandbox),
         cmocka_unit_test(test_workspace_rw_and_ro),
         cmocka_unit_test(test_timeout_kills_everything),
+        cmocka_unit_test(test_cancel_kills_everything),
+        cmocka_unit_test(test_session_cancel),
         cmocka_unit_test(test_cpu_limit),
         cmocka_unit_test(test_memory_limit),
         cmocka_unit_test(test_process_limit),

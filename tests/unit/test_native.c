@@ -7,9 +7,10 @@
  * timeout, cpu_limit, memory_limit, output_truncated, error) with its exit
  * code, signal and limits_hit; stdin, the clean environment, the guest
  * identity and hostname; granted directories (rw and ro); denied syscalls
- * counted; and that nothing survives a run — a timeout with background
- * children leaves no process behind, and no child of this process is left
- * unreaped. LeakSanitizer (make asan) checks every path frees what it made.
+ * counted; and that nothing survives a run — a timeout or a cancellation
+ * (al_policy.cancel raised from another thread, also through a session)
+ * with background children leaves no process behind, and no child of this
+ * process is left unreaped. LeakSanitizer (make asan) checks every path frees what it made.
  *
  * When the host cannot make user namespaces the backend must refuse
  * (AL_STATUS_UNSUPPORTED) and every other test is skipped. Tests that need
@@ -24,12 +25,14 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "airlock.h"
@@ -421,6 +424,114 @@ static void test_grants(void **state) {
     assert_int_equal(access(path, F_OK), -1);
 }
 
+/* ---- cancellation ------------------------------------------------------------------ */
+
+static uint64_t now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* A thread that raises flag after delay_ms (the embedder's side). */
+typedef struct canceller {
+    pthread_t thread;
+    int flag;
+    unsigned delay_ms;
+    uint64_t raised_ms;
+} canceller;
+
+static void *cancel_later(void *arg) {
+    canceller *c = arg;
+    struct timespec d = {(time_t)(c->delay_ms / 1000), (long)(c->delay_ms % 1000) * 1000000L};
+    nanosleep(&d, NULL);
+    c->raised_ms = now_ms();
+    __atomic_store_n(&c->flag, 1, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+static void canceller_start(canceller *c, unsigned delay_ms) {
+    memset(c, 0, sizeof *c);
+    c->delay_ms = delay_ms;
+    assert_int_equal(pthread_create(&c->thread, NULL, cancel_later, c), 0);
+}
+
+/* What a cancelled native run looks like, and that its tree is gone. */
+static void assert_cancelled(const al_result *r, const canceller *c, uint64_t t0, uint64_t end,
+                             const char *marker) {
+    assert_int_equal(r->status, AL_STATUS_CANCELLED);
+    assert_string_equal(r->error.message, "shutdown");
+    assert_int_equal(r->term_signal, SIGKILL);
+    assert_int_equal(r->exit_code, 128 + SIGKILL);
+    assert_int_equal(r->limits_hit & AL_LIMIT_WALL, 0);
+    assert_true(end - t0 < 2000);
+    assert_true(end - c->raised_ms < 1000);
+    assert_false(process_running("sleep", marker));
+}
+
+/* `sleep` in the foreground and in the background, a 10 s timeout: the
+ * flag raised after 200 ms kills the whole tree as a timeout would. */
+static void test_cancel_kills_tree(void **state) {
+    SKIP_UNLESS_NATIVE();
+    const char *argv[] = {"/bin/sh", "-c", "sleep 987656 & sleep 987656", NULL};
+    al_policy p = policy_for(argv);
+    canceller c;
+    canceller_start(&c, 200);
+    p.cancel = &c.flag;
+    p.cancel_reason = "shutdown";
+    uint64_t t0 = now_ms();
+    al_result r = run(&p);
+    uint64_t end = now_ms();
+    pthread_join(c.thread, NULL);
+    printf("native: cancelled %llu ms after the flag was raised (wall %llu ms)\n",
+           (unsigned long long)(end - c.raised_ms), (unsigned long long)(r.wall_ns / 1000000u));
+    assert_cancelled(&r, &c, t0, end, "987656");
+    al_result_free(&r);
+}
+
+/* Raised before al_exec: nothing is started at all. */
+static void test_cancel_already_raised(void **state) {
+    SKIP_UNLESS_NATIVE();
+    const char *argv[] = {"/bin/sh", "-c", "echo ran", NULL};
+    al_policy p = policy_for(argv);
+    int flag = 1;
+    p.cancel = &flag;
+    al_result r = run(&p);
+    assert_int_equal(r.status, AL_STATUS_CANCELLED);
+    assert_string_equal(r.error.message, "cancelled");
+    assert_non_null(r.stdout_data);
+    assert_int_equal(r.stdout_len, 0);
+    al_result_free(&r);
+}
+
+/* A native session passes the request's flag and reason to its run; the
+ * session itself goes on. */
+static void test_cancel_in_session(void **state) {
+    SKIP_UNLESS_NATIVE();
+    const char *argv[] = {"/bin/sh", "-c", "sleep 987657", NULL};
+    al_policy p = policy_for(argv);
+    al_error e;
+    al_session *s = al_session_open(&p, &e);
+    assert_non_null(s);
+    canceller c;
+    canceller_start(&c, 200);
+    al_policy req = p;
+    req.cancel = &c.flag;
+    req.cancel_reason = "shutdown";
+    al_result r;
+    uint64_t t0 = now_ms();
+    assert_true(al_session_exec(s, &req, &r));
+    uint64_t end = now_ms();
+    pthread_join(c.thread, NULL);
+    assert_cancelled(&r, &c, t0, end, "987657");
+    al_result_free(&r);
+    const char *echo[] = {"/bin/echo", "after", NULL};
+    req = policy_for(echo);
+    assert_true(al_session_exec(s, &req, &r));
+    assert_int_equal(r.status, AL_STATUS_OK);
+    al_result_free(&r);
+    al_session_close(s);
+}
+
 /* Nothing of the runs above is left as a child of this process. */
 static void test_no_zombies(void **state) {
     SKIP_UNLESS_NATIVE();
@@ -449,6 +560,9 @@ int main(void) {
         cmocka_unit_test(test_denied_syscall_counted),
         cmocka_unit_test(test_file_size_limit),
         cmocka_unit_test_setup_teardown(test_grants, make_workspace, remove_workspace),
+        cmocka_unit_test(test_cancel_kills_tree),
+        cmocka_unit_test(test_cancel_already_raised),
+        cmocka_unit_test(test_cancel_in_session),
         cmocka_unit_test(test_no_zombies),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

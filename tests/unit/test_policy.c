@@ -7,7 +7,9 @@
  * each array is preceded by its text source. The WASI calls they make go to
  * the real WASI host. Every test frees its result, so LeakSanitizer checks
  * that no path of al_run_wasm leaks, and the timeout tests run many short
- * timers so ASan would catch a timer that outlives its run.
+ * timers so ASan would catch a timer that outlives its run. al_policy.cancel
+ * is raised from another thread while a guest spins: the run ends within
+ * ~100 ms as CANCELLED with the reason (or "cancelled"), not TIMEOUT.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,6 +17,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 
@@ -196,6 +200,10 @@ static void test_status_names(void **state) {
                                         "error"};
     for (int s = AL_STATUS_OK; s <= AL_STATUS_ERROR; s++)
         assert_string_equal(al_status_name((al_status)s), names[s]);
+    assert_string_equal(al_status_name(AL_STATUS_SIGNALED), "signaled");
+    assert_string_equal(al_status_name(AL_STATUS_CPU_LIMIT), "cpu_limit");
+    assert_string_equal(al_status_name(AL_STATUS_UNSUPPORTED), "unsupported");
+    assert_string_equal(al_status_name(AL_STATUS_CANCELLED), "cancelled");
     assert_string_equal(al_status_name((al_status)99), "error");
 }
 
@@ -470,6 +478,115 @@ static void test_timers_do_not_outlive_runs(void **state) {
     nanosleep(&pause, NULL);
 }
 
+/* ---- cancellation ------------------------------------------------------------------ */
+
+/* A thread that raises flag after delay_ms (the embedder's side). */
+typedef struct canceller {
+    pthread_t thread;
+    int flag;
+    unsigned delay_ms;
+    uint64_t raised_ms;
+} canceller;
+
+static void *cancel_later(void *arg) {
+    canceller *c = arg;
+    struct timespec d = {(time_t)(c->delay_ms / 1000), (long)(c->delay_ms % 1000) * 1000000L};
+    nanosleep(&d, NULL);
+    c->raised_ms = now_ms();
+    __atomic_store_n(&c->flag, 1, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+static void canceller_start(canceller *c, unsigned delay_ms) {
+    memset(c, 0, sizeof *c);
+    c->delay_ms = delay_ms;
+    assert_int_equal(pthread_create(&c->thread, NULL, cancel_later, c), 0);
+}
+
+/* An infinite loop, no timeout: only the flag can end it. */
+static void test_cancel_spinning_guest(void **state) {
+    (void)state;
+    al_policy p;
+    al_policy_init(&p);
+    canceller c;
+    canceller_start(&c, 200);
+    p.cancel = &c.flag;
+    p.cancel_reason = "shutdown";
+    al_result r;
+    uint64_t t0 = now_ms();
+    RUN(&p, m_spin, &r);
+    uint64_t end = now_ms();
+    pthread_join(c.thread, NULL);
+    assert_int_equal(r.status, AL_STATUS_CANCELLED);
+    assert_string_equal(r.error.message, "shutdown");
+    assert_int_equal(r.trap, AL_TRAP_INTERRUPTED);
+    assert_int_equal(r.limits_hit & AL_LIMIT_WALL, 0);
+    assert_true(end - t0 >= 200);
+    assert_true(end - t0 < 2000);
+    printf("wasm: cancelled %llu ms after the flag was raised\n",
+           (unsigned long long)(end - c.raised_ms));
+    assert_true(end - c.raised_ms < 500);
+    al_result_free(&r);
+}
+
+/* With a timeout too, the flag wins when it comes first; without a reason
+ * the message is "cancelled". */
+static void test_cancel_before_timeout(void **state) {
+    (void)state;
+    al_policy p;
+    al_policy_init(&p);
+    p.timeout_ms = 30000;
+    canceller c;
+    canceller_start(&c, 100);
+    p.cancel = &c.flag;
+    al_result r;
+    uint64_t t0 = now_ms();
+    RUN(&p, m_spin, &r);
+    pthread_join(c.thread, NULL);
+    assert_int_equal(r.status, AL_STATUS_CANCELLED);
+    assert_string_equal(r.error.message, "cancelled");
+    assert_true(now_ms() - t0 < 2000);
+    al_result_free(&r);
+}
+
+/* A flag that is never raised changes nothing: the run ends on its own (and
+ * a timeout is still a timeout). */
+static void test_cancel_flag_not_raised(void **state) {
+    (void)state;
+    int flag = 0;
+    al_policy p;
+    al_policy_init(&p);
+    p.cancel = &flag;
+    p.cancel_reason = "never";
+    al_result r;
+    uint64_t t0 = now_ms();
+    RUN(&p, m_ok, &r);
+    assert_int_equal(r.status, AL_STATUS_OK);
+    assert_true(now_ms() - t0 < 1000); /* the poller did not hold the run up */
+    al_result_free(&r);
+    p.timeout_ms = 100;
+    RUN(&p, m_spin, &r);
+    assert_int_equal(r.status, AL_STATUS_TIMEOUT);
+    al_result_free(&r);
+}
+
+/* Raised before the run: it stops at once. */
+static void test_cancel_already_raised(void **state) {
+    (void)state;
+    int flag = 1;
+    al_policy p;
+    al_policy_init(&p);
+    p.cancel = &flag;
+    p.cancel_reason = "too late";
+    al_result r;
+    uint64_t t0 = now_ms();
+    RUN(&p, m_spin, &r);
+    assert_int_equal(r.status, AL_STATUS_CANCELLED);
+    assert_string_equal(r.error.message, "too late");
+    assert_true(now_ms() - t0 < 1000);
+    al_result_free(&r);
+}
+
 static void test_trap(void **state) {
     (void)state;
     al_policy p;
@@ -573,6 +690,10 @@ int main(void) {
         cmocka_unit_test(test_fuel),
         cmocka_unit_test(test_timeout),
         cmocka_unit_test(test_timers_do_not_outlive_runs),
+        cmocka_unit_test(test_cancel_spinning_guest),
+        cmocka_unit_test(test_cancel_before_timeout),
+        cmocka_unit_test(test_cancel_flag_not_raised),
+        cmocka_unit_test(test_cancel_already_raised),
         cmocka_unit_test(test_trap),
         cmocka_unit_test(test_memory_limit),
         cmocka_unit_test(test_exit_codes),

@@ -16,7 +16,13 @@
  *    execution's output (and caps) its own, gives each its own fuel and
  *    timeout, restarts a fresh interpreter after a timeout, fuel or exit
  *    ("interpreter restarted"), and closes cleanly with a cell running on
- *    another thread. LeakSanitizer (make asan) checks no thread, store or
+ *    another thread;
+ *  - al_policy.cancel raised from another thread ends a run (a busy loop,
+ *    or a sleep inside a WASI call) and a session's running cell within
+ *    ~100 ms as CANCELLED with the reason; the cancelled cell's interpreter
+ *    is replaced like a timed-out one, and a cell whose flag was raised
+ *    before it was published is not run (the interpreter and its state
+ *    live on). LeakSanitizer (make asan) checks no thread, store or
  *    buffer outlives al_python_session_close.
  *
  * python.wasm comes from tools/build-python.sh (build/python, found beside
@@ -384,6 +390,103 @@ static void expect_cell(al_python_session *s, const char *code, al_status status
     al_result_free(&r);
 }
 
+/* ---- cancellation ------------------------------------------------------------------ */
+
+/* A thread that raises flag after delay_ms (the embedder's side). */
+typedef struct canceller {
+    pthread_t thread;
+    int flag;
+    unsigned delay_ms;
+    uint64_t raised_ns;
+} canceller;
+
+static void *cancel_later(void *arg) {
+    canceller *c = arg;
+    struct timespec d = {(time_t)(c->delay_ms / 1000), (long)(c->delay_ms % 1000) * 1000000L};
+    nanosleep(&d, NULL);
+    c->raised_ns = now_ns();
+    __atomic_store_n(&c->flag, 1, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+static void canceller_start(canceller *c, unsigned delay_ms) {
+    memset(c, 0, sizeof *c);
+    c->delay_ms = delay_ms;
+    assert_int_equal(pthread_create(&c->thread, NULL, cancel_later, c), 0);
+}
+
+/* A busy loop and a sleep (poll_oneoff, in WASI) under al_python_run. */
+static void test_run_cancelled(void **state) {
+    SKIP_UNLESS_PYTHON();
+    static const char *const codes[] = {"while True: pass", "import time; time.sleep(60)"};
+    for (size_t i = 0; i < 2; i++) {
+        al_policy p = wasm_policy();
+        canceller c;
+        canceller_start(&c, 200);
+        p.cancel = &c.flag;
+        p.cancel_reason = "shutdown";
+        uint64_t t0 = now_ns();
+        al_result r = run_code(&p, codes[i]);
+        uint64_t end = now_ns();
+        pthread_join(c.thread, NULL);
+        printf("python run (%s): cancelled %.1f ms after the flag was raised\n", codes[i],
+               (double)(end - c.raised_ns) / 1e6);
+        assert_int_equal(r.status, AL_STATUS_CANCELLED);
+        assert_string_equal(r.error.message, "shutdown");
+        assert_true(end - t0 < 2000000000u);
+        assert_true(end - c.raised_ns < 1000000000u);
+        al_result_free(&r);
+    }
+}
+
+/* A cell that never ends: the flag ends it (and its interpreter) like a
+ * timeout; the next execution gets a fresh interpreter. A flag raised
+ * before the cell runs nothing and keeps the interpreter. */
+static void test_session_cancelled(void **state) {
+    SKIP_UNLESS_PYTHON();
+    al_policy p = wasm_policy();
+    canceller c;
+    memset(&c, 0, sizeof c);
+    p.cancel = &c.flag;
+    p.cancel_reason = "shutdown";
+    al_python_session *s = session_open(&p);
+    expect_cell(s, "x = 41", AL_STATUS_OK, "");
+
+    __atomic_store_n(&c.flag, 1, __ATOMIC_RELEASE);
+    al_result r = exec_cell(s, "print('ran')", 30000);
+    assert_int_equal(r.status, AL_STATUS_CANCELLED);
+    assert_string_equal(r.error.message, "shutdown");
+    assert_string_equal((char *)r.stdout_data, "");
+    al_result_free(&r);
+    __atomic_store_n(&c.flag, 0, __ATOMIC_RELEASE);
+    expect_cell(s, "print(x + 1)", AL_STATUS_OK, "42\n"); /* same interpreter */
+
+    canceller_start(&c, 200);
+    uint64_t t0 = now_ns();
+    r = exec_cell(s, "print('started', flush=True)\nwhile True: pass", 30000);
+    uint64_t end = now_ns();
+    pthread_join(c.thread, NULL);
+    printf("python session: cancelled %.1f ms after the flag was raised\n",
+           (double)(end - c.raised_ns) / 1e6);
+    assert_int_equal(r.status, AL_STATUS_CANCELLED);
+    assert_int_equal(r.trap, AL_TRAP_INTERRUPTED);
+    assert_int_equal(r.limits_hit & AL_LIMIT_WALL, 0);
+    assert_string_equal((char *)r.stdout_data, "started\n");
+    assert_string_equal(r.error.message, "shutdown");
+    assert_true(end - t0 < 10000000000u); /* an ASan interpreter start included */
+    assert_true(end - c.raised_ns < 1000000000u);
+    al_result_free(&r);
+
+    __atomic_store_n(&c.flag, 0, __ATOMIC_RELEASE);
+    r = exec_cell(s, "print('x' in globals())", 30000);
+    assert_int_equal(r.status, AL_STATUS_OK);
+    assert_string_equal((char *)r.stdout_data, "False\n");
+    assert_non_null(strstr(r.error.message, "interpreter restarted"));
+    assert_non_null(strstr(r.error.message, "shutdown"));
+    al_result_free(&r);
+    al_python_session_close(s);
+}
+
 static void test_session_keeps_state(void **state) {
     SKIP_UNLESS_PYTHON();
     al_policy p = wasm_policy();
@@ -739,6 +842,8 @@ int main(void) {
         cmocka_unit_test(test_session_fake_end_marker),
         cmocka_unit_test(test_session_reading_stdin_times_out),
         cmocka_unit_test(test_session_timeout_restarts),
+        cmocka_unit_test(test_run_cancelled),
+        cmocka_unit_test(test_session_cancelled),
         cmocka_unit_test(test_session_default_timeout),
         cmocka_unit_test(test_session_output_is_per_execution),
         cmocka_unit_test(test_session_fuel_per_execution),

@@ -5,7 +5,7 @@
  *   runsc run --bundle B ID   (stdin: a memfd of the policy's stdin,
  *                              stdout/stderr: our pipes; runsc hands its
  *                              stdio to the container's process)
- *   wait.c watches it: output caps, wall and CPU limits
+ *   wait.c watches it: output caps, wall and CPU limits, the cancel flag
  *   runsc runs under a reaper (client.c) that reaps the sandbox, gofer and
  *             ptrace stubs the moment they die
  *   teardown: cgroup_destroy (kills whatever is still in it), wait for the
@@ -199,6 +199,8 @@ static bool run_watch(gvisor_one *one, const al_policy *p, gvisor_watch *w,
     w->client = &one->client;
     w->timeout_ms = p->timeout_ms;
     w->cpu_limit_ns = p->cpu_time_ms * 1000000u;
+    w->cancel = p->cancel;
+    w->cancel_reason = sandbox_cancel_reason(p);
     w->cg = &one->cg;
     w->stop = stop_one;
     w->stop_arg = one;

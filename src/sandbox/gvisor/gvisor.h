@@ -254,6 +254,7 @@ typedef enum gvisor_stop_reason {
     GVISOR_STOP_NONE = 0,
     GVISOR_STOP_WALL,
     GVISOR_STOP_CPU,
+    GVISOR_STOP_CANCEL,       /* the embedder raised al_policy.cancel */
 } gvisor_stop_reason;
 
 /* One runsc client (run or exec) being watched. */
@@ -266,7 +267,10 @@ typedef struct gvisor_watch {
     uint64_t cpu_limit_ns;    /* 0: none */
     const native_cgroup *cg;  /* CPU usage source (may be version 0) */
     uint64_t cpu_base_ns;     /* cgroup CPU usage when the execution started */
-    /* Called once when a limit fires: make the container's program die. */
+    const int *cancel;        /* al_policy.cancel (polled every SANDBOX_CANCEL_POLL_MS); NULL: none */
+    const char *cancel_reason;/* the result's error.message when it fires */
+    /* Called once when a limit (or the cancel flag) fires: make the
+     * container's program die. */
     void (*stop)(void *arg);
     void *stop_arg;
     /* out */

@@ -1,8 +1,8 @@
 /*
  * wait.c — watching one runsc client (`runsc run` or `runsc exec`) whose
  * stdout/stderr are the program's: reading the output under its caps,
- * enforcing the wall-clock and CPU-time limits, and turning what happened
- * into an al_result.
+ * enforcing the wall-clock and CPU-time limits and the embedder's cancel
+ * flag, and turning what happened into an al_result.
  *
  * Invariants:
  *  - the pipes are always drained, past the caps too (bytes are dropped,
@@ -59,6 +59,10 @@ static int next_wakeup_ms(const gvisor_watch *w, uint64_t now, uint64_t deadline
             uint64_t poll_at = now + ms_to_ns(GVISOR_CPU_POLL_MS);
             if (poll_at < next) next = poll_at;
         }
+        if (w->cancel) {
+            uint64_t poll_at = now + ms_to_ns(SANDBOX_CANCEL_POLL_MS);
+            if (poll_at < next) next = poll_at;
+        }
     }
     if (next == UINT64_MAX) return -1;
     if (next <= now) return 0;
@@ -102,7 +106,9 @@ void gvisor_watch_run(gvisor_watch *w) {
             break;
         }
         now = sandbox_now_ns();
-        if (!w->fired && deadline && now >= deadline) fire(w, GVISOR_STOP_WALL, &grace_deadline);
+        if (!w->fired && sandbox_flag_raised(w->cancel))
+            fire(w, GVISOR_STOP_CANCEL, &grace_deadline);
+        else if (!w->fired && deadline && now >= deadline) fire(w, GVISOR_STOP_WALL, &grace_deadline);
         else if (!w->fired && cpu_exhausted(w)) fire(w, GVISOR_STOP_CPU, &grace_deadline);
         else if (grace_deadline && now >= grace_deadline) break;
     }
@@ -203,7 +209,13 @@ void gvisor_fill_result(al_result *r, gvisor_watch *w, int wait_status, const ch
     if (r->stdout_truncated || r->stderr_truncated) r->limits_hit |= AL_LIMIT_OUTPUT;
     if (st->oom_kills) r->limits_hit |= AL_LIMIT_MEMORY;
     if (st->pids_refused) r->limits_hit |= AL_LIMIT_PROCESSES;
-    if (w->fired == GVISOR_STOP_WALL) {
+    if (w->fired == GVISOR_STOP_CANCEL) {
+        r->term_signal = SIGKILL;
+        r->exit_code = 128 + SIGKILL;
+        sandbox_set_status(r, AL_STATUS_CANCELLED, AL_OK, "%s",
+                           w->cancel_reason && w->cancel_reason[0] ? w->cancel_reason
+                                                                   : "cancelled");
+    } else if (w->fired == GVISOR_STOP_WALL) {
         r->limits_hit |= AL_LIMIT_WALL;
         sandbox_set_status(r, AL_STATUS_TIMEOUT, AL_OK, "wall-clock limit of %llu ms reached",
                            (unsigned long long)w->timeout_ms);

@@ -321,6 +321,8 @@ static bool exec_one(gvisor_sandbox *sb, const al_policy *p, al_result *r, al_er
         stop.client = &client;
         w.timeout_ms = p->timeout_ms;
         w.cpu_limit_ns = p->cpu_time_ms * 1000000u;
+        w.cancel = p->cancel;
+        w.cancel_reason = sandbox_cancel_reason(p);
         w.cg = sb->have_cgroup ? &sb->cg : NULL;
         w.cpu_base_ns = before.cpu_ns;
         w.stop = stop_exec;

@@ -21,8 +21,9 @@
  *      waits on the other, and every step that makes the sandbox has
  *      happened before the program runs;
  *   5. the event loop: output pipes, control messages, seccomp notifications
- *      (answered EPERM and counted), the wall deadline and the cgroup's CPU
- *      time, until init's pidfd says it exited;
+ *      (answered EPERM and counted), the wall deadline, the cgroup's CPU
+ *      time and the embedder's cancel flag (al_policy.cancel, looked at
+ *      every SANDBOX_CANCEL_POLL_MS), until init's pidfd says it exited;
  *   6. reap init (rusage), read the cgroup's figures, map the outcome to a
  *      status, remove the cgroup, close and free everything.
  *
@@ -33,8 +34,8 @@
  *    embedder's SIGCHLD=SIG_IGN cannot auto-reap it and its waitpid(-1)
  *    loops cannot steal it (they do not see clone children without __WALL);
  *    only this file reaps it, by pid, so there is never a zombie left;
- *  - the loop always ends: when init exits (pidfd), and a wall or CPU kill
- *    SIGKILLs init, which the kernel turns into the death of the whole pid
+ *  - the loop always ends: when init exits (pidfd), and a wall, CPU or
+ *    cancel kill SIGKILLs init, which the kernel turns into the death of the whole pid
  *    namespace; a kill not acted on within KILL_GRACE_NS ends it anyway;
  *  - nothing the sandbox sends is trusted for more than it can say: control
  *    messages must have the exact size and a known kind, only the first of
@@ -99,7 +100,7 @@ typedef struct native_run_ctx {
     sandbox_capture out, err;
     bool out_open, err_open, ctl_open;
     /* what happened */
-    bool init_exited, reaped, killed, timed_out, cpu_over;
+    bool init_exited, reaped, killed, timed_out, cpu_over, cancelled;
     bool got_exit, got_error, exec_failed;
     int wait_status, exec_errno, init_status;
     native_msg error_msg;
@@ -644,11 +645,17 @@ static void read_control(native_run_ctx *ctx) {
     }
 }
 
-/* The wall deadline and the tree's CPU time. Once the program's end is
- * reported, only init's own exit is awaited; a deadline passing then still
- * kills init (it should be gone already) but is not the program's outcome. */
+/* The cancel flag, the wall deadline and the tree's CPU time. Once the
+ * program's end is reported, only init's own exit is awaited; a deadline
+ * passing then still kills init (it should be gone already) but is not the
+ * program's outcome, and a cancel changes nothing. */
 static void check_limits(native_run_ctx *ctx) {
     if (ctx->killed || ctx->init_exited) return;
+    if (!ctx->got_exit && sandbox_cancel_requested(ctx->policy)) {
+        ctx->cancelled = true;
+        kill_init(ctx); /* the whole pid namespace, as on a timeout */
+        return;
+    }
     uint64_t now = sandbox_now_ns();
     if (ctx->deadline && now >= ctx->deadline) {
         ctx->timed_out = !ctx->got_exit;
@@ -676,6 +683,10 @@ static int next_wakeup_ms(const native_run_ctx *ctx) {
         next = ctx->killed_at + KILL_GRACE_NS;
     } else {
         if (ctx->deadline) next = ctx->deadline;
+        if (ctx->policy->cancel && !ctx->got_exit) {
+            uint64_t poll = now + (uint64_t)SANDBOX_CANCEL_POLL_MS * 1000000u;
+            if (poll < next) next = poll;
+        }
         if (ctx->policy->cpu_time_ms && ctx->cg.version != 0 && ctx->cg.has_cpu &&
             ctx->next_cpu_check < next)
             next = ctx->next_cpu_check;
@@ -853,6 +864,10 @@ static void classify(native_run_ctx *ctx) {
         r->exit_code = 127;
         set_outcome(r, AL_STATUS_ERROR, AL_ERR_ARGUMENT, "native: cannot execute '%s': %s",
                     p->argv[0], strerror(ctx->exec_errno));
+    } else if (ctx->cancelled) {
+        r->term_signal = SIGKILL;
+        r->exit_code = 128 + SIGKILL;
+        sandbox_set_cancelled(r, p, AL_OK);
     } else if (ctx->timed_out) {
         hit |= AL_LIMIT_WALL;
         r->term_signal = SIGKILL;
