@@ -10,8 +10,9 @@
 #   4. the security battery (tests/security/run.sh);
 #      then the native/gVisor escape battery (tests/sandbox/run.sh)
 #      and the egress tests with real loopback servers (tests/net/run.sh);
-#      then airlockd end to end (tests/service/run.sh) and MCP with the
-#      official npm client (tests/mcp/run.sh);
+#      then airlockd end to end (tests/service/run.sh), capabilities with a
+#      real OCI registry (tests/cap/run.sh, tests/service/capabilities.sh) and
+#      MCP with the official npm client (tests/mcp/run.sh);
 #   5. the WASI differential suite against node:wasi (tests/wasi/compare-node.sh);
 #   6. a short libFuzzer run of decode+validate+instantiate+call
 #      (tests/fuzz/short.sh, $AIRLOCK_FUZZ_SECONDS, default 20; then a few seconds
@@ -109,6 +110,14 @@ AIRLOCK=build/asan/airlock run_counting_script tests/net/run.sh
 echo
 echo "== tests/service/run.sh (airlockd: HTTP API, sessions, audit, signals) =="
 run_counting_script tests/service/run.sh
+
+echo
+echo "== tests/cap/run.sh (capabilities: a real OCI registry, publish, fetch, outbox) =="
+AIRLOCK=build/asan/airlock run_counting_script tests/cap/run.sh
+
+echo
+echo "== tests/service/capabilities.sh (airlockd: plugins, MCP servlets, publish, retry) =="
+run_counting_script tests/service/capabilities.sh
 
 echo
 echo "== tests/mcp/run.sh (MCP over stdio and HTTP with the official npm client) =="

@@ -21,10 +21,15 @@
  *    (they are where secrets live); the code/module/argv is a SHA-256;
  *  - secrets are redacted from stdout/stderr before the result leaves, and
  *    from streamed output line by line (a line is held until its newline,
- *    or 64 KiB), so a streamed secret is caught when the pattern fits one
- *    line — the final result is redacted as a whole;
+ *    or 64 KiB; a private-key block from its BEGIN line to its END line),
+ *    so a streamed secret is caught when the pattern fits one line or is a
+ *    PEM key — the final result is redacted as a whole;
  *  - every failure is a value: an error body and a 4xx/5xx status, never a
  *    crash; every allocation is freed on every path (exec_ctx_free);
+ *  - a fresh command execution with network grants logs every egress
+ *    decision to a file of the daemon's choosing (state_dir/egress-*.jsonl,
+ *    removed afterwards), and the audit row keeps them (at most 1000; the
+ *    counts are always exact);
  *  - every policy carries the daemon's cancel flag (svc_cancel_flag, reason
  *    "shutdown"): a cancelled execution is a result like any other (200,
  *    status "cancelled"), audited and counted as such.
@@ -38,6 +43,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -88,9 +94,16 @@ static void stream_chunk(void *ctx, int stream, const uint8_t *data, size_t len)
     memcpy(grown + st->len[stream], data, len);
     st->held[stream] = grown;
     st->len[stream] += len;
-    /* pass on every complete line; hold the rest unless it grew too long */
+    /* pass on every complete line; hold the rest unless it grew too long.
+     * A private-key block is held from its BEGIN line until its END line
+     * (or the hold limit: then it goes out whole, and the redactor, finding
+     * no END, redacts from BEGIN to the end), so no line of a key leaks. */
     size_t cut = st->len[stream];
     while (cut > 0 && grown[cut - 1] != '\n') cut--;
+    if (st->redactor) {
+        size_t open = svc_redact_open_block(grown, cut);
+        if (open < cut) cut = open;
+    }
     if (cut == 0 && st->len[stream] >= STREAM_HOLD) cut = st->len[stream];
     if (cut > 0) {
         emit(st, stream, grown, cut);
@@ -125,6 +138,7 @@ typedef struct exec_ctx {
     al_dir_grant *dirs;
     char **resolved;          /* realpaths of the granted directories */
     svc_cap *cap;             /* SVC_PLUGIN: the installed capability (a reference) */
+    char egress_log[SVC_PATH_MAX + 64]; /* the daemon's per-execution decision log, or "" */
     uint8_t *module;          /* read from module_path */
     size_t module_len;
     char code_sha256[65];
@@ -143,6 +157,7 @@ static void exec_ctx_free(exec_ctx *x) {
     free(x->argv);
     free(x->module);
     svc_cap_release(x->cap);
+    if (x->egress_log[0]) unlink(x->egress_log);
     if (x->streaming) pthread_mutex_destroy(&x->stream.mu);
     if (x->view) svc_view_release(x->s, x->view);
 }
@@ -359,6 +374,50 @@ static void fill_egress(al_egress *out, const al_egress *in) {
     out->log_path = NULL; /* never a client's choice */
 }
 
+/* ---- egress decisions for the audit log ---------------------------------------------------- */
+
+#define EGRESS_DECISIONS_MAX 1000             /* per audit row; the counts stay exact */
+#define EGRESS_LOG_MAX ((size_t)1 << 20)      /* bytes of decision log read back */
+
+/* A fresh execution with network grants logs its proxy decisions to a file
+ * of the daemon's (never a client's choice), read back into the audit row. */
+static void egress_log_path(exec_ctx *x) {
+    const al_egress *e = &x->policy.egress;
+    if (x->req->session || !x->cfg->state_dir[0] || (!e->nallow_domains && !e->nallow_ips)) return;
+    uint64_t nonce = 0;
+    if (getrandom(&nonce, sizeof nonce, 0) != (ssize_t)sizeof nonce) return;
+    snprintf(x->egress_log, sizeof x->egress_log, "%s/egress-%016" PRIx64 ".jsonl",
+             x->cfg->state_dir, nonce);
+    x->policy.egress.log_path = x->egress_log;
+}
+
+/* The decisions (JSON lines) as an array, at most EGRESS_DECISIONS_MAX;
+ * NULL when there is no log. A malformed line is skipped, never trusted. */
+static json_t *egress_decisions(const exec_ctx *x, bool *truncated) {
+    *truncated = false;
+    if (!x->egress_log[0]) return NULL;
+    FILE *f = fopen(x->egress_log, "re");
+    if (!f) return json_array(); /* no connection was ever made */
+    json_t *list = json_array();
+    char *line = NULL;
+    size_t cap = 0, total = 0;
+    ssize_t n;
+    while (list && (n = getline(&line, &cap, f)) > 0) {
+        total += (size_t)n;
+        if (total > EGRESS_LOG_MAX || json_array_size(list) == EGRESS_DECISIONS_MAX) {
+            *truncated = true;
+            break;
+        }
+        json_error_t je;
+        json_t *d = json_loadb(line, (size_t)n, JSON_REJECT_DUPLICATES, &je);
+        if (json_is_object(d)) json_array_append(list, d);
+        json_decref(d);
+    }
+    free(line);
+    fclose(f);
+    return list;
+}
+
 /* argv for python ("python", args...) and wasm (the module's name, args...). */
 static bool guest_argv(exec_ctx *x, const char *argv0) {
     const svc_exec_request *r = x->req;
@@ -418,6 +477,7 @@ static bool build_policy(exec_ctx *x) {
         p->argc = r->argc;
         fill_egress(&p->egress, &r->egress);
         if (x->cfg->state_dir[0]) p->state_dir = x->cfg->state_dir;
+        egress_log_path(x);
         return true;
     }
     return refuse(x, 400, "bad_request", "bad_request", "unknown kind");
@@ -544,9 +604,18 @@ static void audit_end(exec_ctx *x, int64_t id, const al_result *res, unsigned re
                       json_t *kinds) {
     if (id < 0) return;
     char *kinds_text = dump(json_incref(kinds));
-    char *egress = dump(json_pack("{s:I, s:I, s:I}", "allowed", (json_int_t)res->egress_allowed,
-                                  "denied", (json_int_t)res->egress_denied, "bytes",
-                                  (json_int_t)res->egress_bytes));
+    json_t *eg = json_pack("{s:I, s:I, s:I}", "allowed", (json_int_t)res->egress_allowed,
+                           "denied", (json_int_t)res->egress_denied, "bytes",
+                           (json_int_t)res->egress_bytes);
+    bool truncated = false;
+    json_t *decisions = egress_decisions(x, &truncated);
+    if (eg && decisions) {
+        json_object_set_new(eg, "decisions", decisions);
+        if (truncated) json_object_set_new(eg, "decisions_truncated", json_true());
+    } else {
+        json_decref(decisions);
+    }
+    char *egress = dump(eg);
     svc_audit_finish f = {res, redactions, kinds_text ? kinds_text : "[]",
                           egress ? egress : "{}"};
     if (!svc_audit_end(svc_audit_of(x->s), id, &f)) {

@@ -225,6 +225,22 @@ static void find_private_keys(const uint8_t *d, size_t len, spans *s) {
     }
 }
 
+size_t svc_redact_open_block(const uint8_t *d, size_t len) {
+    size_t open = len;
+    for (size_t pos = 0; (pos = find(d, len, pos, "-----BEGIN ")) < len;) {
+        size_t label_end;
+        if (!pem_label(d, len, pos + 11, &label_end)) {
+            pos += 1;
+            continue;
+        }
+        size_t end = find(d, len, label_end, "-----END ");
+        if (end >= len) return pos; /* still open: its END has not arrived yet */
+        pem_label(d, len, end + 9, &end);
+        pos = end;
+    }
+    return open;
+}
+
 /* ---- AWS ----------------------------------------------------------------------------- */
 
 static void find_aws_access_keys(const uint8_t *d, size_t len, spans *s) {

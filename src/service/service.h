@@ -166,6 +166,10 @@ bool svc_redact_pattern_check(const char *pattern, char *err, size_t errlen);
  * when kinds is a JSON array, appends each kind once ("private_key",
  * "aws_access_key", "bearer_token", "pattern:N"). */
 size_t svc_redact(const svc_redactor *r, uint8_t **data, size_t *len, json_t *kinds);
+/* Where a private-key block begins whose END line is not in d[0..len) yet
+ * (len: none). Streaming holds output back from there, so a key that
+ * arrives line by line is redacted whole, not just its BEGIN line. */
+size_t svc_redact_open_block(const uint8_t *d, size_t len);
 
 /* ---- metrics.c ------------------------------------------------------------------- */
 typedef struct svc_metrics svc_metrics; /* thread-safe */

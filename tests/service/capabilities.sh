@@ -260,9 +260,12 @@ else
             if [ "$CODE" = 201 ] && [ "$(jb .urn)" = "urn:airlock:cap:tools/vowels:1.0.0" ] &&
                 [ "$(jb .pushed)" = true ] && [ "$(jb .digest)" = "sha256:$DIGEST" ]
             then pass publish/pushed; else fail publish/pushed "$(show)"; fi
-            post /v1/capabilities/publish "{\"name\":\"tools/vowels\",\"version\":\"1.0.0\",\"module_base64\":\"$B64\"}"
+            post /v1/capabilities/publish "{\"name\":\"tools/vowels\",\"version\":\"1.0.0\",\"module_base64\":\"$B64\",\"manifest\":{\"config\":{\"vowels\":\"ou\"}}}"
             if [ "$(jb .duplicate)" = true ] && [ "$(manifest_puts "$T/reg/registry.log" tools/vowels 1.0.0)" = 1 ]
             then pass publish/idempotent; else fail publish/idempotent "$(show); PUTs $(manifest_puts "$T/reg/registry.log" tools/vowels 1.0.0)"; fi
+            post /v1/capabilities/publish "{\"name\":\"tools/vowels\",\"version\":\"1.0.0\",\"module_base64\":\"$B64\"}"
+            if [ "$CODE" = 400 ] && [[ "$(jb .error.message)" == *"publish a new version"* ]]
+            then pass publish/tag_is_immutable; else fail publish/tag_is_immutable "$(show)"; fi
             post /v1/capabilities '{"urn":"urn:airlock:cap:tools/vowels:1.0.0"}'
             if [ "$CODE" = 201 ] && [ "$(jb .name)" = vowels ] && [ "$(jb .digest)" = "sha256:$DIGEST" ]
             then pass publish/install_by_urn; else fail publish/install_by_urn "$(show)"; fi

@@ -355,6 +355,32 @@ if want stream && [ "$HAVE_NATIVE" = true ]; then
     fi
 fi
 
+# every egress decision of an execution lands in its audit row (not only the counts)
+if want egress && [ "$HAVE_NATIVE" = true ] && command -v curl >/dev/null; then
+    mkdir -p "$T/origin"
+    echo hello-from-origin >"$T/origin/index.html"
+    OPORT=$(free_port)
+    "$HOST_PY" -m http.server "$OPORT" --bind 127.0.0.1 --directory "$T/origin" >/dev/null 2>&1 &
+    ORIGIN_PID=$!
+    PIDS+=("$ORIGIN_PID")
+    for _ in $(seq 1 50); do curl -s -o /dev/null "http://127.0.0.1:$OPORT/" && break; sleep 0.1; done
+    post /v1/executions "{\"kind\":\"command\",\"argv\":[\"/bin/sh\",\"-c\",
+        \"curl -s http://origin.test:$OPORT/; curl -s -o /dev/null http://denied.test:$OPORT/; true\"],
+        \"egress\":{\"allow_domains\":[\"origin.test\"],\"allow_ports\":[$OPORT],
+        \"allow_ips\":[\"127.0.0.1/32\"],\"hosts\":{\"origin.test\":\"127.0.0.1\",\"denied.test\":\"127.0.0.1\"}}}"
+    id=$(jb .audit_id)
+    out=$(jb .stdout)
+    row=$("$CLI" audit --db "$D1/audit.db" --json --limit 20 2>/dev/null | jq -c ".[] | select(.id == $id) | .egress")
+    decisions=$(echo "$row" | jq -r '[.decisions[] | .decision + ":" + .host] | join(",")' 2>/dev/null)
+    if [ "$out" = hello-from-origin ] && [[ "$decisions" == *"allow:origin.test"* ]] &&
+        [[ "$decisions" == *"deny:denied.test"* ]] && [ "$(echo "$row" | jq .denied)" = 1 ]
+    then pass egress/decisions_in_audit_row
+    else fail egress/decisions_in_audit_row "stdout=$out decisions=$decisions row=$(echo "$row" | head -c 300)"; fi
+    if ls "$D1"/egress-*.jsonl >/dev/null 2>&1; then fail egress/log_removed "$(ls "$D1"/egress-*)"
+    else pass egress/log_removed; fi
+    kill "$ORIGIN_PID" 2>/dev/null
+fi
+
 if want metrics; then
     api GET /metrics
     grep -q '^airlock_executions_total{' "$T/body" && [ "$CODE" = 200 ] && pass metrics/executions_total ||
