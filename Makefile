@@ -54,7 +54,7 @@ VCC_release       = $(CC)
 VCC_asan          = $(CC)
 VCC_clang-release = $(CLANG)
 
-.PHONY: all release asan check clang-check cli-test samples clean
+.PHONY: all release asan check clang-check cli-test samples plugins clean
 all: release
 
 # $(call variant,name,flags): every build product of one configuration under build/<name>.
@@ -108,6 +108,11 @@ endef
 $(eval $(call variant,release,$(RELEASE_FLAGS)))
 $(eval $(call variant,asan,$(ASAN_FLAGS)))
 $(eval $(call variant,clang-release,$(RELEASE_FLAGS)))
+
+# the example plugins (examples/plugins/*.c) and the hostile test plugin, for wasm32
+plugins:
+	examples/plugins/build.sh build/plugins
+	examples/plugins/build.sh build/plugins tests/plugin/hostile.c
 
 release: build/release/libairlock.a build/release/libairlock.so build/release/airlock build/release/airlockd
 UNIT_TESTS = $(patsubst tests/unit/%.c,build/$(1)/tests/%,$(UNIT_SRC))

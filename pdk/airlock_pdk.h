@@ -5,15 +5,19 @@
  *
  * BUILDING A PLUGIN (Debian: clang-14, lld-14, wasi-libc):
  *
- *   clang-14 --target=wasm32-wasi --sysroot=/usr -O2 -mexec-model=reactor \
- *       -I pdk -o count_vowels.wasm count_vowels.c
+ *   clang-14 --target=wasm32-wasi --sysroot=/usr -O2 -I pdk -c -o count_vowels.o count_vowels.c
+ *   clang-14 --target=wasm32-wasi --sysroot=/usr -mexec-model=reactor \
+ *       -Wl,--strip-debug -o count_vowels.wasm count_vowels.o
  *
+ * (examples/plugins/build.sh OUT_DIR [FILE.c...] does exactly this.)
  * -mexec-model=reactor links wasi-libc's reactor start file: no main(), an
  * exported _initialize that runs constructors (the host calls it once after
- * instantiation), and every function marked with PDK_EXPORT is exported. libc
- * (malloc, string functions, snprintf) works; it imports WASI functions only
- * for what the plugin uses (printf to stdout would import fd_write, for
- * example). examples/plugins/build.sh builds every example this way.
+ * instantiation), and every function marked with PDK_EXPORT is exported.
+ * One `clang-14 -O2 ... -o x.wasm x.c` works too, but an optimised link runs
+ * binaryen's wasm-opt when it is installed, which drops the name section
+ * (traps then name no function). libc (malloc, string functions, snprintf)
+ * works; it imports WASI functions only for what the plugin uses (snprintf
+ * pulls in fd_write, fd_seek and fd_close, which a plugin host provides).
  *
  * THE CALLING CONVENTION (Extism's):
  *   - a callable function is an export with no parameters returning i32:
@@ -37,8 +41,10 @@
  *
  * All helpers are static inline and need libc (malloc). Functions returning
  * a malloc'ed buffer NUL-terminate it for convenience (the length excludes
- * the NUL); the caller frees it. None of them trusts a length the host hands
- * back beyond what it allocated itself.
+ * the NUL); the caller frees it. They return NULL (or false, or 0) when
+ * memory runs out rather than abort: a plugin decides what a failure means.
+ * The JSON helpers at the end (pdk_json_*) read and quote JSON without a
+ * library, for plugins that speak it.
  */
 #ifndef AIRLOCK_PDK_H
 #define AIRLOCK_PDK_H

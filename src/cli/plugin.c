@@ -24,8 +24,9 @@
  *
  * Invariants:
  *  - everything the plugin produces is hostile: log lines and error text are
- *    printed with control characters replaced (no terminal escape sequences
- *    from a plugin), error text is bounded on stderr; only the output bytes
+ *    printed with control characters (C0, DEL, C1) and invalid UTF-8
+ *    replaced (no terminal escape sequences from a plugin), error text is
+ *    bounded on stderr; only the output bytes
  *    themselves go to stdout unchanged (they are the product asked for);
  *  - a capability's manifest (cli_plugin_call_loaded) comes from a registry:
  *    it may not grant host paths (refused, as airlockd refuses it);
@@ -477,11 +478,37 @@ static void plugin_run_free(plugin_run *r) {
     free(r->dirs);
 }
 
-/* Print bytes from the plugin on stderr, control characters replaced. */
+/* Length of the valid UTF-8 sequence at s (not a C0/C1 control, DEL, an
+ * overlong form or a surrogate), or 0. */
+static size_t printable_utf8(const uint8_t *s, size_t n) {
+    uint8_t c = s[0];
+    if (c >= 0x20 && c < 0x7f) return 1;
+    size_t len = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3
+               : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+    if (len == 0 || len > n) return 0;
+    for (size_t i = 1; i < len; i++)
+        if ((s[i] & 0xc0) != 0x80) return 0;
+    if (c == 0xc2 && s[1] < 0xa0) return 0;                  /* C1 controls: 0x9b is CSI */
+    if (c == 0xe0 && s[1] < 0xa0) return 0;                  /* overlong */
+    if (c == 0xed && s[1] >= 0xa0) return 0;                 /* surrogates */
+    if (c == 0xf0 && s[1] < 0x90) return 0;                  /* overlong */
+    if (c == 0xf4 && s[1] >= 0x90) return 0;                 /* past U+10FFFF */
+    return len;
+}
+
+/* Print bytes from the plugin on stderr: anything a terminal could take as
+ * a control (C0, DEL, C1, invalid UTF-8) becomes '?', so a plugin cannot
+ * send escape sequences to the user's terminal through a log or an error. */
 static void print_untrusted(const uint8_t *s, size_t n) {
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = s[i];
-        fputc((c < 0x20 && c != '\t') || c == 0x7f ? '?' : c, stderr);
+    for (size_t i = 0; i < n;) {
+        size_t k = s[i] == '\t' ? 1 : printable_utf8(s + i, n - i);
+        if (k == 0) {
+            fputc('?', stderr);
+            i++;
+        } else {
+            fwrite(s + i, 1, k, stderr);
+            i += k;
+        }
     }
 }
 

@@ -75,18 +75,6 @@ void svc_cap_release(svc_cap *c) {
 const char *svc_cap_name(const svc_cap *c) { return c->name; }
 const char *svc_cap_digest(const svc_cap *c) { return c->digest; }
 
-bool svc_cap_name_valid(const char *name) {
-    size_t n = name ? strlen(name) : 0;
-    if (n == 0 || n >= SVC_CAP_NAME_MAX) return false;
-    if (!((name[0] >= 'a' && name[0] <= 'z') || (name[0] >= '0' && name[0] <= '9'))) return false;
-    for (size_t i = 0; i < n; i++) {
-        char ch = name[i];
-        bool ok = (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '-';
-        if (!ok) return false; /* '_' separates capability and tool in MCP names */
-    }
-    return true;
-}
-
 /* MCP tool names: 1..128 of [A-Za-z0-9_.-]; we keep tools to 64 of [A-Za-z0-9_-]. */
 static bool tool_name_valid(const char *name) {
     size_t n = name ? strlen(name) : 0;
@@ -257,7 +245,7 @@ static bool manifest_for(svc_cap *c, const char *manifest_json, char *err, size_
     memset(&e, 0, sizeof e);
     c->manifest = al_manifest_parse(manifest_json, strlen(manifest_json), NULL, &e);
     if (!c->manifest) {
-        snprintf(err, errlen, "manifest: %s", e.message);
+        snprintf(err, errlen, "%s", e.message); /* already says "manifest: ..." */
         return false;
     }
     if (al_manifest_options(c->manifest)->ndirs > 0) {

@@ -380,6 +380,19 @@ static bool egress_field(svc_json_ctx *c, json_t *v, svc_exec_request *r) {
     return true;
 }
 
+/* The capability name grammar (capabilities.c installs by it, requests name by it). */
+bool svc_cap_name_valid(const char *name) {
+    size_t n = name ? strlen(name) : 0;
+    if (n == 0 || n >= SVC_CAP_NAME_MAX) return false;
+    if (!((name[0] >= 'a' && name[0] <= 'z') || (name[0] >= '0' && name[0] <= '9'))) return false;
+    for (size_t i = 0; i < n; i++) {
+        char ch = name[i];
+        bool ok = (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '-';
+        if (!ok) return false; /* '_' separates capability and tool in MCP names */
+    }
+    return true;
+}
+
 static bool capability_name(svc_json_ctx *c, request_owned *o, json_t *v, char **out) {
     if (!copy_string(c, o, v, SVC_CAP_NAME_MAX - 1, out)) return false;
     if (!svc_cap_name_valid(*out))

@@ -23,7 +23,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$ROOT" || exit 2
 A=${AIRLOCK:-build/asan/airlock}
 SUBCOMMAND=plugin
-RUN_TIMEOUT=60
+RUN_TIMEOUT=20
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
 
 # shellcheck source=tests/cli/lib/report.bash
@@ -211,6 +211,14 @@ hostile bad_handle 70 "^airlock plugin call: bad_handle: manifest conformance er
 hostile bad_offset 70 "^airlock plugin call: bad_offset: manifest conformance error: output_set: .*outside"
 hostile bad_load 70 "^airlock plugin call: bad_load: manifest conformance error: load_u64: .*outside"
 hostile error_wins 1 "^airlock plugin call: error_wins: plugin error: error_wins: this error must win over the return code 0$"
+# a plugin's log and error text reach the terminal without control bytes
+expect "hostile: escapes are neutralised" 1 "" \
+    "^warn: log:\?\[31mred\?\?2J\?2J\?\?forged line	café\$" -- "$A" plugin call "$H" escapes
+check "hostile: no control bytes on stderr" \
+    "$(! LC_ALL=C grep -q $'[\x01-\x08\x0b-\x1f\x7f]' "$ERR" || echo "control bytes: $(od -c "$ERR" | head -5)")" \
+    "$(grep -q '^airlock plugin call: escapes: plugin error: error:?\]0;title??second line$' "$ERR" ||
+        echo "stderr: $(cat -v "$ERR")")"
+
 # with a larger cap the same 11 MiB output is delivered whole
 run_airlock "$A" plugin call "$H" big_output --max-output 12M
 check "hostile: big_output under --max-output 12M" "$([[ $RC -eq 0 ]] || echo "exit $RC: $(head -c 300 "$ERR")")" \

@@ -11,7 +11,8 @@
 # src/cli/policy_file.c (the exec --policy JSON file) into
 # build/fuzz/fuzz_policy_file, and tests/fuzz/fuzz_svc_request.c +
 # src/service/request.c (airlockd's execution request bodies, issue 6) into
-# build/fuzz/fuzz_svc_request, and tests/fuzz/fuzz_manifest.c +
+# build/fuzz/fuzz_svc_request, tests/fuzz/fuzz_cap.c + src/cap/{urn,manifest}.c
+# (capability URNs and OCI manifests) into build/fuzz/fuzz_cap, and tests/fuzz/fuzz_manifest.c +
 # src/plugin/manifest.c (Extism plugin manifests, issue 7) into
 # build/fuzz/fuzz_manifest.
 #
@@ -129,3 +130,18 @@ for src in src/plugin/manifest.c src/net/policy.c tests/fuzz/fuzz_manifest.c; do
 done
 "$CC" "${CFLAGS[@]}" -fsanitize=fuzzer -o "$OUT/fuzz_manifest" "${mf_objs[@]}" -ljansson -lcurl -lcrypto
 echo "built $OUT/fuzz_manifest" >&2
+
+# fuzz_cap: capability URNs and OCI manifests (src/cap/urn.c, src/cap/manifest.c,
+# issue 7); jansson is the system's. Objects are prefixed "cap_" (src/cap/manifest.c
+# and src/plugin/manifest.c share a basename).
+cap_objs=()
+for src in src/cap/urn.c src/cap/manifest.c tests/fuzz/fuzz_cap.c; do
+    obj=$OBJ/cap_$(basename "${src%.c}").o
+    if [ ! -f "$obj" ] || [ -n "$(find "$src" src/cap/cap.h include/airlock.h -newer "$obj" 2>/dev/null | head -n 1)" ]; then
+        "$CC" "${CFLAGS[@]}" -Isrc/cap -Iinclude $(pkg-config --cflags jansson) \
+            -fsanitize=fuzzer-no-link -c "$src" -o "$obj"
+    fi
+    cap_objs+=("$obj")
+done
+"$CC" "${CFLAGS[@]}" -fsanitize=fuzzer -o "$OUT/fuzz_cap" "${cap_objs[@]}" -ljansson
+echo "built $OUT/fuzz_cap" >&2

@@ -29,8 +29,9 @@
 # dist/airlockd.yaml and a few hand-written files (build/fuzz/svc-config-seeds)
 # with a dictionary of its keys (build/fuzz/svc_config.dict).
 # fuzz_manifest (Extism plugin manifests, issue 7) runs for 3 s from
-# tests/fuzz/seeds/manifest with tests/fuzz/manifest.dict.
-# The last line is the usual summary, one test per target: "7 passed,
+# tests/fuzz/seeds/manifest with tests/fuzz/manifest.dict, and fuzz_cap
+# (capability URNs and OCI manifests) for 3 s from tests/fuzz/seeds/cap.
+# The last line is the usual summary, one test per target: "8 passed,
 # 0 failed" when nothing crashed.
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -44,7 +45,7 @@ TESTSUITE=${WASM_TESTSUITE:-$ROOT/../shared/wasm-testsuite}
 
 if ! tests/fuzz/build.sh; then
     echo "fuzz targets failed to build"
-    echo "0 passed, 7 failed"
+    echo "0 passed, 8 failed"
     exit 1
 fi
 
@@ -254,5 +255,11 @@ echo "fuzz_manifest: $(ls tests/fuzz/seeds/manifest | wc -l) seeds; fuzzing for 
 fuzz_for fuzz_manifest 3 "$OUT/short-manifest.log" -max_len=65536 \
     -dict=tests/fuzz/manifest.dict -artifact_prefix="$OUT/artifacts/manifest-" \
     "$OUT/manifest-corpus" tests/fuzz/seeds/manifest
+# ---- fuzz_cap (issue 7): capability URNs and OCI manifests, 3 s ----
+mkdir -p "$OUT/cap-corpus"
+echo "fuzz_cap: $(ls tests/fuzz/seeds/cap | wc -l) seeds; fuzzing for 3s" >&2
+fuzz_for fuzz_cap 3 "$OUT/short-cap.log" -max_len=8192 \
+    -dict=tests/fuzz/cap.dict -artifact_prefix="$OUT/artifacts/cap-" \
+    "$OUT/cap-corpus" tests/fuzz/seeds/cap
 echo "$passed passed, $failed failed"
 [ $failed -eq 0 ]

@@ -13,6 +13,9 @@
  *   bad_offset    output_set at an offset near 2^64 (offset + length wraps)
  *   bad_load      load_u64 past the end of host memory
  *   error_wins    sets an error and returns 0: the call must fail anyway
+ *   escapes       logs and fails with terminal escape sequences (ESC, BEL,
+ *                 the 8-bit CSI) in its text: a host printing them must not
+ *                 pass them to the terminal
  *   ok            outputs "ok" (to check the instance still works afterwards)
  *
  * Built like the examples: examples/plugins/build.sh OUT_DIR tests/plugin/hostile.c
@@ -88,6 +91,11 @@ PDK_EXPORT(error_wins) {
     pdk_error_set("error_wins: this error must win over the return code 0");
     pdk_output_str("this output must not be mistaken for success");
     return 0;
+}
+
+PDK_EXPORT(escapes) {
+    pdk_log(PDK_LOG_WARN, "log:\x1b[31mred\xc2\x9b" "2J\x9b" "2J\r\nforged line\tcaf\xc3\xa9");
+    return pdk_error_set("error:\x1b]0;title\x07\nsecond line");
 }
 
 PDK_EXPORT(ok) {
