@@ -353,6 +353,15 @@ if want stream && [ "$HAVE_NATIVE" = true ]; then
     else
         fail stream/sse_before_result "$(cut -c1-120 "$T/sse")"
     fi
+    # a private key printed line by line, with pauses: no line of it may be streamed
+    curl -sN --max-time 30 "${A[@]}" "${J[@]}" \
+        -d '{"kind":"command","argv":["/bin/sh","-c","echo before; echo -----BEGIN PRIVATE KEY-----; sleep 0.3; echo MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7; sleep 0.3; echo c2VjcmV0LWtleS1saW5lLXR3bw; echo -----END PRIVATE KEY-----; echo after"],"stream":true}' \
+        "$U/v1/executions" >"$T/sse-key"
+    if grep -q 'before' "$T/sse-key" && grep -q 'after' "$T/sse-key" &&
+        grep -q 'REDACTED:private_key' "$T/sse-key" &&
+        ! grep -q 'MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7\|c2VjcmV0LWtleS1saW5lLXR3bw' "$T/sse-key"
+    then pass stream/private_key_never_streamed
+    else fail stream/private_key_never_streamed "$(head -c 600 "$T/sse-key")"; fi
 fi
 
 # every egress decision of an execution lands in its audit row (not only the counts)
