@@ -11,7 +11,8 @@
  * (al_gc: gVisor containers, bundles, cgroups), start the listeners, tell
  * systemd we are ready (sd_notify protocol, when $NOTIFY_SOCKET is set),
  * then the main thread only waits for signals (signalfd) and, every few
- * seconds, expires idle sessions:
+ * seconds, expires idle sessions (and, once a minute, audit rows past
+ * audit.retention):
  *   SIGHUP           reload the config (the old one stays on any error);
  *   SIGTERM, SIGINT  stop accepting, let executions finish for up to the
  *                    drain timeout (default 30 s) and answer what is still
@@ -234,6 +235,27 @@ static void reload(svc *s, const char *path) {
     notify_systemd("READY=1");
 }
 
+#define PRUNE_INTERVAL_MS 60000
+
+/* audit.retention: at most once a minute, drop finished rows past it. */
+static void prune_audit(svc *s, uint64_t *last_ms) {
+    uint64_t now = unix_ms();
+    if (now - *last_ms < PRUNE_INTERVAL_MS) return;
+    *last_ms = now;
+    svc_lock(s);
+    uint64_t keep = svc_config_of(s)->audit_retention_ms;
+    svc_unlock(s);
+    if (!keep || keep >= now) return;
+    int64_t n = svc_audit_prune(svc_audit_of(s), (int64_t)(now - keep));
+    if (n > 0) svc_log(s, SVC_LOG_INFO, "audit: %lld row%s past the retention removed", (long long)n,
+                       n == 1 ? "" : "s");
+    if (n < 0) {
+        char why[256] = "";
+        svc_audit_last_error(svc_audit_of(s), why, sizeof why);
+        svc_log(s, SVC_LOG_WARN, "audit: prune failed: %s", why);
+    }
+}
+
 static void reap_sessions(svc *s) {
     unsigned n = svc_sessions_expire(svc_sessions_of(s), unix_ms());
     if (n) svc_log(s, SVC_LOG_INFO, "expired %u idle session%s", n, n == 1 ? "" : "s");
@@ -242,6 +264,7 @@ static void reap_sessions(svc *s) {
 
 /* Until SIGTERM/SIGINT (returns the signal), handling SIGHUP and the reaper. */
 static int serve(svc *s, int sfd, const char *path) {
+    uint64_t last_prune = 0; /* the first tick prunes: a restart catches up at once */
     for (;;) {
         struct pollfd p = {.fd = sfd, .events = POLLIN};
         int rc = poll(&p, 1, REAP_INTERVAL_MS);
@@ -251,6 +274,7 @@ static int serve(svc *s, int sfd, const char *path) {
         }
         if (rc <= 0) {
             reap_sessions(s);
+            prune_audit(s, &last_prune);
             continue;
         }
         struct signalfd_siginfo si;

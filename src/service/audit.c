@@ -511,6 +511,25 @@ bool svc_audit_abort(svc_audit *a, int64_t id, const char *reason) {
     return ok;
 }
 
+/* Retention: finished rows (never "running" ones: their daemon may still
+ * finish them) that started before the cut-off. One statement, so a prune
+ * is atomic; prepared per call (it runs at most once a minute). */
+int64_t svc_audit_prune(svc_audit *a, int64_t before_unix_ms) {
+    if (!a || before_unix_ms <= 0) return 0;
+    pthread_mutex_lock(&a->mu);
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(a->db,
+                                "DELETE FROM executions WHERE started_ms < ? AND status != 'running'",
+                                -1, &st, NULL);
+    if (rc == SQLITE_OK) rc = sqlite3_bind_int64(st, 1, before_unix_ms);
+    if (rc == SQLITE_OK) rc = sqlite3_step(st);
+    int64_t n = rc == SQLITE_DONE ? sqlite3_changes(a->db) : -1;
+    if (rc != SQLITE_DONE) remember_error(a, "prune");
+    sqlite3_finalize(st);
+    pthread_mutex_unlock(&a->mu);
+    return n;
+}
+
 /* ---- reading -------------------------------------------------------------------------- */
 
 /* A JSON string of SQLite text. jansson wants valid UTF-8; anything else

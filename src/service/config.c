@@ -515,11 +515,11 @@ static bool parse_size(const char *s, size_t n, uint64_t *out) {
     return false;
 }
 
-/* Milliseconds: a number with a unit — ms, s, m or h (lower case). A bare
+/* Milliseconds: a number with a unit — ms, s, m, h or d (lower case). A bare
  * number is refused: "30" could mean seconds or milliseconds. */
 static bool parse_duration(const char *s, size_t n, uint64_t *out) {
     static const struct { const char *name; uint64_t ms; } units[] = {
-        {"ms", 1}, {"s", SECOND_MS}, {"m", MINUTE_MS}, {"h", HOUR_MS},
+        {"ms", 1}, {"s", SECOND_MS}, {"m", MINUTE_MS}, {"h", HOUR_MS}, {"d", DAY_MS},
     };
     uint64_t v;
     const char *u;
@@ -651,7 +651,7 @@ static bool parse_duration_field(cfg_parser *p, const char *where, uint64_t *v,
         return failf(p, p->ev.start_mark, where, "must not be negative: %s", quoted);
     if (!parse_duration(event_text(p), event_len(p), v))
         return failf(p, p->ev.start_mark, where,
-                     "not a duration: %s (a number with a unit: 500ms, 30s, 5m, 1h)", quoted);
+                     "not a duration: %s (a number with a unit: 500ms, 30s, 5m, 1h, 7d)", quoted);
     return true;
 }
 
@@ -1144,6 +1144,10 @@ static const field mcp_fields[] = {
     CUSTOM("allowed_origins", parse_origins, 0),
 };
 
+static const field audit_fields[] = {
+    NUM("retention", K_MS, audit_retention_ms, 0, 3650 * DAY_MS, 0),
+};
+
 static const field capabilities_fields[] = {
     CUSTOM("dir", parse_cap_dir, 0),
     CUSTOM("registry", parse_cap_registry, 0),
@@ -1158,7 +1162,7 @@ static const field top_fields[] = {
     SECTION("sessions", sessions_fields),   SECTION("workers", workers_fields),
     SECTION("rate_limits", rate_fields),    CUSTOM("tokens", parse_tokens, 0),
     SECTION("redaction", redaction_fields), SECTION("mcp", mcp_fields),
-    SECTION("capabilities", capabilities_fields),
+    SECTION("capabilities", capabilities_fields), SECTION("audit", audit_fields),
 };
 
 /* ---- the document ---------------------------------------------------------------------- */

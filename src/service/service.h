@@ -99,6 +99,7 @@ typedef struct svc_config {
     char state_dir[SVC_PATH_MAX]; /* default /var/lib/airlock as root, else
                                      $XDG_STATE_HOME/airlock or ~/.local/state/airlock */
     char audit_db[SVC_PATH_MAX];  /* default <state_dir>/audit.db */
+    uint64_t audit_retention_ms;  /* finished rows older than this are deleted; 0: kept */
     char python_dir[SVC_PATH_MAX];/* python.wasm + lib/python3.11; default: beside the binary */
     /* output audit */
     bool redact_builtin;          /* private keys, AWS keys, bearer tokens; default true */
@@ -217,6 +218,9 @@ int64_t svc_audit_begin(svc_audit *a, const svc_audit_start *s);
 bool svc_audit_end(svc_audit *a, int64_t id, const svc_audit_finish *f);
 /* Mark a running row aborted with a reason (shutdown cancelled it). */
 bool svc_audit_abort(svc_audit *a, int64_t id, const char *reason);
+/* Delete finished rows that started before before_unix_ms (retention);
+ * how many, or -1 on failure (svc_audit_last_error says why). */
+int64_t svc_audit_prune(svc_audit *a, int64_t before_unix_ms);
 
 typedef struct svc_audit_filter {
     int64_t since_unix_ms, until_unix_ms; /* 0: unbounded */

@@ -367,6 +367,35 @@ static void test_reopen_aborts_running(void **state) {
     svc_audit_close(a);
 }
 
+/* audit.retention: finished rows before the cut-off go, running ones stay. */
+static void test_prune(void **state) {
+    fixture *fx = *state;
+    svc_audit *a = open_ok(fx->db, NULL);
+    int64_t old_done = begin(a, "t", "", "python");
+    assert_true(end_with(a, old_done, AL_STATUS_OK, 0));
+    int64_t old_running = begin(a, "t", "", "python");
+    int64_t recent = begin(a, "t", "", "python");
+    assert_true(end_with(a, recent, AL_STATUS_OK, 0));
+    sqlite3 *db = raw(fx->db);
+    char sql[160];
+    snprintf(sql, sizeof sql, "UPDATE executions SET started_ms = 1000 WHERE id IN (%lld, %lld)",
+             (long long)old_done, (long long)old_running);
+    raw_exec(db, sql);
+    sqlite3_close(db);
+
+    assert_int_equal(svc_audit_prune(a, 0), 0);      /* no cut-off: nothing */
+    assert_int_equal(svc_audit_prune(a, 2000), 1);   /* the old finished row only */
+    assert_int_equal(svc_audit_prune(a, 2000), 0);   /* idempotent */
+    svc_audit_filter f = {.limit = 100};
+    json_t *rows = query(fx->db, &f);
+    assert_int_equal(json_array_size(rows), 2);
+    size_t i;
+    json_t *row;
+    json_array_foreach(rows, i, row) assert_true(num(row, "id") != old_done);
+    json_decref(rows);
+    svc_audit_close(a);
+}
+
 /* ---- reading -------------------------------------------------------------------------- */
 
 static void test_query_filters(void **state) {
@@ -594,6 +623,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_error_message_and_null_fields, setup, teardown),
         cmocka_unit_test_setup_teardown(test_abort, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reopen_aborts_running, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_prune, setup, teardown),
         cmocka_unit_test_setup_teardown(test_query_filters, setup, teardown),
         cmocka_unit_test_setup_teardown(test_query_default_and_max_limit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_injection_stored_literally, setup, teardown),

@@ -341,6 +341,21 @@ static void test_units(void **state) {
     assert_int_equal(c.session_idle_s, 5400);
     load_ok("sessions: {idle_timeout: 2000ms}\n", &c);
     assert_int_equal(c.session_idle_s, 2);
+    load_ok("audit: {retention: 30d}\n", &c);
+    assert_true(c.audit_retention_ms == UINT64_C(30) * 24 * 3600 * 1000);
+    svc_config_free(&c);
+    load_ok("capabilities:\n  dir: /tmp\n  registry: \"http://127.0.0.1:5000\"\n"
+            "  install: [\"urn:airlock:cap:tools/x:1\"]\n  max_blob: 2M\n", &c);
+    assert_string_equal(c.cap_dir, "/tmp");
+    assert_string_equal(c.cap_registry, "http://127.0.0.1:5000");
+    assert_int_equal(c.ncap_install, 1);
+    assert_string_equal(c.cap_install[0], "urn:airlock:cap:tools/x:1");
+    assert_int_equal(c.cap_max_blob_bytes, 2u << 20);
+    svc_config copy;
+    assert_true(svc_config_copy(&copy, &c));
+    assert_string_equal(copy.cap_install[0], "urn:airlock:cap:tools/x:1");
+    svc_config_free(&copy);
+    svc_config_free(&c);
 }
 
 static void test_listeners_off_and_state_dir(void **state) {
@@ -503,6 +518,12 @@ static const bad_case bad_cases[] = {
     {"42\n", "the configuration must be a mapping, got an integer"},
     {"? [a]\n: 1\n", "<config>:1:3: a key must be a string, got a list"},
     {"workers:\n  ~: 1\n", "<config>:2:3: workers: a key must be a string, got null"},
+    {"capabilities:\n  install: [\"urn:airlock:cap:x:1\"]\n",
+     "capabilities.install: capabilities.install needs capabilities.registry"},
+    {"capabilities:\n  registry: \"ftp://x\"\n", "capabilities.registry: not a registry URL: \"ftp://x\""},
+    {"capabilities:\n  install: [\"x:1\"]\n", "capabilities.install[0]: not a capability URN"},
+    {"capabilities:\n  dir: relative\n", "capabilities.dir: not an absolute path"},
+    {"audit:\n  retention: 30\n", "audit.retention: not a duration"},
 };
 
 static void test_bad_cases(void **state) {
