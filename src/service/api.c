@@ -788,6 +788,7 @@ static void list_capabilities(svc *s, svc_http_response *r) {
  * may free the config while a fetch runs). */
 typedef struct registry_copy {
     char url[256];
+    char cache[SVC_PATH_MAX];
     al_registry reg;
 } registry_copy;
 
@@ -796,9 +797,11 @@ static bool registry_of(svc *s, registry_copy *rc) {
     svc_lock(s);
     const svc_config *c = svc_config_of(s);
     snprintf(rc->url, sizeof rc->url, "%s", c->cap_registry);
+    snprintf(rc->cache, sizeof rc->cache, "%s", c->cap_cache);
     rc->reg.max_blob_bytes = (size_t)c->cap_max_blob_bytes;
     svc_unlock(s);
     rc->reg.url = rc->url;
+    rc->reg.cache_dir = rc->cache[0] ? rc->cache : NULL;
     rc->reg.timeout_ms = 30000;
     return rc->url[0] != '\0';
 }

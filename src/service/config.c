@@ -1046,6 +1046,11 @@ static bool parse_cap_dir(cfg_parser *p, const char *where, void *base) {
     return absolute_path_into(p, where, c->cap_dir, sizeof c->cap_dir, true);
 }
 
+static bool parse_cap_cache(cfg_parser *p, const char *where, void *base) {
+    svc_config *c = base;
+    return absolute_path_into(p, where, c->cap_cache, sizeof c->cap_cache, true);
+}
+
 static bool parse_cap_outbox(cfg_parser *p, const char *where, void *base) {
     svc_config *c = base;
     return absolute_path_into(p, where, c->cap_outbox, sizeof c->cap_outbox, true);
@@ -1154,6 +1159,7 @@ static const field capabilities_fields[] = {
     CUSTOM("install", parse_cap_install, 0),
     NUM("max_blob", K_SIZE, cap_max_blob_bytes, KIB, GIB, 0),
     CUSTOM("outbox", parse_cap_outbox, 0),
+    CUSTOM("cache", parse_cap_cache, 0),
 };
 
 static const field top_fields[] = {

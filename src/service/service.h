@@ -116,6 +116,7 @@ typedef struct svc_config {
     size_t ncap_install;
     uint64_t cap_max_blob_bytes;  /* default 10 MiB */
     char cap_outbox[SVC_PATH_MAX];/* publication outbox; default <state_dir>/outbox.db */
+    char cap_cache[SVC_PATH_MAX]; /* content-addressed cache of fetched blobs; "": none */
 } svc_config;
 
 void svc_config_defaults(svc_config *c);

@@ -186,7 +186,7 @@ static void install_capabilities(svc *s, const svc_config *cfg) {
         svc_log(s, SVC_LOG_INFO, "capabilities: %u installed from %s", n, cfg->cap_dir);
     }
     al_registry reg = {.url = cfg->cap_registry, .max_blob_bytes = (size_t)cfg->cap_max_blob_bytes,
-                       .timeout_ms = 30000};
+                       .timeout_ms = 30000, .cache_dir = cfg->cap_cache[0] ? cfg->cap_cache : NULL};
     for (size_t i = 0; i < cfg->ncap_install; i++) {
         char name[SVC_CAP_NAME_MAX] = "", why[400] = "";
         if (svc_caps_install_urn(s->caps, &reg, cfg->cap_install[i], NULL, name, sizeof name, why,

@@ -82,7 +82,9 @@ tokens:
 capabilities:
   dir: $T/caps
   registry: "$registry"
+  cache: "$dir/cache"
 EOF
+    mkdir -p "$dir/cache"
 }
 
 # start NAME DIR: a daemon on DIR's config; $PID; waits for /healthz
@@ -269,6 +271,9 @@ else
             post /v1/capabilities '{"urn":"urn:airlock:cap:tools/vowels:1.0.0"}'
             if [ "$CODE" = 201 ] && [ "$(jb .name)" = vowels ] && [ "$(jb .digest)" = "sha256:$DIGEST" ]
             then pass publish/install_by_urn; else fail publish/install_by_urn "$(show)"; fi
+            cached=$(find "$D2/cache" -type f -print0 | xargs -0 -r sha256sum 2>/dev/null | grep -c "$DIGEST")
+            if [ "${cached:-0}" -ge 1 ]; then pass publish/module_in_cache
+            else fail publish/module_in_cache "$(find "$D2/cache" -type f | head)"; fi
             plugin vowels count_vowels '"hello you"'
             if [ "$(jb .stdout | jq -r .count)" = 3 ]
             then pass publish/call_uses_published_manifest; else fail publish/call_uses_published_manifest "$(show)"; fi
