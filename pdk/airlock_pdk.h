@@ -122,7 +122,10 @@ PDK_IMPORT("get_log_level") extern int32_t pdk_env_get_log_level(void);
 /* ---- copying between plugin memory and host blocks ---------------------------------- */
 
 /* Copy n bytes from host memory at offset (a handle plus a position in its
- * block) into dst: 8 bytes per call, then the tail byte by byte. */
+ * block) into dst: 8 bytes per call. Every call crosses into the host, so a
+ * tail of 1 to 7 bytes is one more 8-byte load of the range's last 8 bytes
+ * (overlapping bytes already copied, never reaching outside the range);
+ * only a range shorter than 8 bytes goes byte by byte. */
 static inline void pdk_load(pdk_handle offset, void *dst, size_t n) {
     uint8_t *d = (uint8_t *)dst;
     size_t i = 0;
@@ -130,16 +133,28 @@ static inline void pdk_load(pdk_handle offset, void *dst, size_t n) {
         uint64_t v = pdk_env_load_u64(offset + i);
         memcpy(d + i, &v, 8);
     }
+    if (i < n && n >= 8) {
+        uint64_t v = pdk_env_load_u64(offset + n - 8);
+        memcpy(d + n - 8, &v, 8);
+        return;
+    }
     for (; i < n; i++) d[i] = pdk_env_load_u8(offset + i);
 }
 
+/* The other way, with the same overlapping tail (it rewrites bytes with the
+ * values they already hold). */
 static inline void pdk_store(pdk_handle offset, const void *src, size_t n) {
     const uint8_t *s = (const uint8_t *)src;
     size_t i = 0;
+    uint64_t v;
     for (; i + 8 <= n; i += 8) {
-        uint64_t v;
         memcpy(&v, s + i, 8);
         pdk_env_store_u64(offset + i, v);
+    }
+    if (i < n && n >= 8) {
+        memcpy(&v, s + n - 8, 8);
+        pdk_env_store_u64(offset + n - 8, v);
+        return;
     }
     for (; i < n; i++) pdk_env_store_u8(offset + i, s[i]);
 }
@@ -180,6 +195,11 @@ static inline uint8_t *pdk_input(size_t *len) {
     for (; i + 8 <= n; i += 8) {
         uint64_t v = pdk_env_input_load_u64(i);
         memcpy(buf + i, &v, 8);
+    }
+    if (i < n && n >= 8) { /* the tail: one overlapping load, as pdk_load */
+        uint64_t v = pdk_env_input_load_u64(n - 8);
+        memcpy(buf + n - 8, &v, 8);
+        i = n;
     }
     for (; i < n; i++) buf[i] = pdk_env_input_load_u8(i);
     buf[n] = '\0';

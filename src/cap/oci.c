@@ -380,6 +380,30 @@ static void http_fini(http_call *h) {
     h->md = NULL;
 }
 
+/* The SHA-256 of the body an http_run with hash received, as "sha256:HEX". */
+static bool body_digest(http_call *h, char out[CAP_DIGEST_SIZE], al_error *err) {
+    unsigned char md[32];
+    unsigned int mdlen = 0;
+    if (!EVP_DigestFinal_ex(h->md, md, &mdlen) || mdlen != 32) {
+        cap_error(err, AL_ERR_SYSTEM, "SHA-256 failed");
+        return false;
+    }
+    hex_digest(md, out);
+    return true;
+}
+
+/* Moves h's body into out: never NULL, also when empty (callers may memchr
+ * it); the caller owns it, h no longer does. */
+static bool take_body(http_call *h, cap_buf *out, al_error *err) {
+    if (!h->data.data && !buf_reserve(&h->data, 1, 1)) {
+        cap_error(err, AL_ERR_NOMEM, "out of memory");
+        return false;
+    }
+    *out = h->data;
+    memset(&h->data, 0, sizeof h->data);
+    return true;
+}
+
 /* Run the exchange. True when a response arrived (any status, or a refusal
  * by our caps: the flags say which); false with err set when the registry
  * could not be reached or libcurl failed. */
@@ -519,13 +543,7 @@ bool cap_oci_get_manifest(const cap_client *c, const char *name, const char *ref
         status_error(c, &h, err);
         goto fail;
     }
-    unsigned char md[32];
-    unsigned int mdlen = 0;
-    if (!EVP_DigestFinal_ex(h.md, md, &mdlen) || mdlen != 32) {
-        cap_error(err, AL_ERR_SYSTEM, "SHA-256 failed");
-        goto fail;
-    }
-    hex_digest(md, digest);
+    if (!body_digest(&h, digest, err)) goto fail;
     if (cap_digest_valid(ref, strlen(ref)) && strcmp(ref, digest) != 0) {
         cap_error(err, AL_ERR_INVALID,
                   "manifest digest mismatch: asked for %s, the registry's bytes hash to %s", ref,
@@ -538,12 +556,7 @@ bool cap_oci_get_manifest(const cap_client *c, const char *name, const char *ref
                   h.docker_digest, digest);
         goto fail;
     }
-    if (!h.data.data && !buf_reserve(&h.data, 1, 1)) {
-        cap_error(err, AL_ERR_NOMEM, "out of memory");
-        goto fail;
-    }
-    *out = h.data; /* never NULL, also when empty: callers may memchr it */
-    memset(&h.data, 0, sizeof h.data);
+    if (!take_body(&h, out, err)) goto fail;
     http_fini(&h);
     return true;
 fail:
@@ -655,25 +668,14 @@ bool cap_oci_get_blob(const cap_client *c, const char *name, const cap_descripto
                   d->digest, h.data.len, (unsigned long long)d->size);
         goto fail;
     }
-    unsigned char md[32];
-    unsigned int mdlen = 0;
     char got[CAP_DIGEST_SIZE];
-    if (!EVP_DigestFinal_ex(h.md, md, &mdlen) || mdlen != 32) {
-        cap_error(err, AL_ERR_SYSTEM, "SHA-256 failed");
-        goto fail;
-    }
-    hex_digest(md, got);
+    if (!body_digest(&h, got, err)) goto fail;
     if (strcmp(got, d->digest) != 0) {
         cap_error(err, AL_ERR_INVALID, "digest mismatch: blob %s hashes to %s (%zu bytes)",
                   d->digest, got, h.data.len);
         goto fail;
     }
-    if (!h.data.data && !buf_reserve(&h.data, 1, 1)) {
-        cap_error(err, AL_ERR_NOMEM, "out of memory");
-        goto fail;
-    }
-    *out = h.data; /* never NULL, also when empty: callers may memchr it */
-    memset(&h.data, 0, sizeof h.data);
+    if (!take_body(&h, out, err)) goto fail;
     http_fini(&h);
     return true;
 fail:

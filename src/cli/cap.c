@@ -113,26 +113,6 @@ static int usage_error(const char *sub, const char *fmt, const char *arg) {
     return CLI_USAGE;
 }
 
-/* "--name VALUE" or "--name=VALUE": *value set and *i advanced. */
-static bool option_value(int argc, char **argv, int *i, const char *name, const char **value,
-                         bool *missing) {
-    size_t n = strlen(name);
-    const char *a = argv[*i];
-    *missing = false;
-    if (strncmp(a, name, n) != 0) return false;
-    if (a[n] == '=') {
-        *value = a + n + 1;
-        return true;
-    }
-    if (a[n] != '\0') return false;
-    if (*i + 1 >= argc) {
-        *missing = true;
-        return true;
-    }
-    *value = argv[++*i];
-    return true;
-}
-
 /* The options of `plugin call` that take a value: cap call passes them and
  * their values through untouched (a value like "--cache" is the plugin's). */
 static bool plugin_option_with_value(const char *a) {
@@ -148,11 +128,10 @@ static bool plugin_option_with_value(const char *a) {
 /* One option of cap's own; returns CLI_OK, CLI_USAGE, or -1 (not ours). */
 static int parse_cap_option(int argc, char **argv, int *i, cap_args *a) {
     const char *v = NULL, *why = NULL;
-    bool missing;
     const char *arg = argv[*i];
 #define VALUE(name, field)                                                                   \
-    if (option_value(argc, argv, i, name, &v, &missing)) {                                   \
-        if (missing) return usage_error(a->sub, "%s needs a value", name);                   \
+    if (cli_option_value(argc, argv, i, name, &v)) {                                         \
+        if (!v) return usage_error(a->sub, "%s needs a value", name);                        \
         a->field = v;                                                                        \
         return CLI_OK;                                                                       \
     }
@@ -164,14 +143,14 @@ static int parse_cap_option(int argc, char **argv, int *i, cap_args *a) {
     VALUE("--dag", dag)
     VALUE("-o", out_file)
 #undef VALUE
-    if (option_value(argc, argv, i, "--registry-timeout", &v, &missing)) {
-        if (missing) return usage_error(a->sub, "%s needs a value", "--registry-timeout");
+    if (cli_option_value(argc, argv, i, "--registry-timeout", &v)) {
+        if (!v) return usage_error(a->sub, "%s needs a value", "--registry-timeout");
         if (!cli_parse_duration_ms(v, &a->timeout_ms, &why))
             return usage_error(a->sub, "--registry-timeout: %s", why);
         return CLI_OK;
     }
-    if (option_value(argc, argv, i, "--max-bytes", &v, &missing)) {
-        if (missing) return usage_error(a->sub, "%s needs a value", "--max-bytes");
+    if (cli_option_value(argc, argv, i, "--max-bytes", &v)) {
+        if (!v) return usage_error(a->sub, "%s needs a value", "--max-bytes");
         if (!cli_parse_bytes(v, &a->max_bytes, &why))
             return usage_error(a->sub, "--max-bytes: %s", why);
         if (a->max_bytes > SIZE_MAX / 2) return usage_error(a->sub, "--max-bytes: %s", "too large");

@@ -111,7 +111,8 @@ typedef struct exec_job {
 
 /* ---- options ------------------------------------------------------------------ */
 
-static bool option_value(int argc, char **argv, int *i, const char *name, const char **value) {
+/* run.h; cap.c parses its options with it too. */
+bool cli_option_value(int argc, char **argv, int *i, const char *name, const char **value) {
     size_t n = strlen(name);
     const char *a = argv[*i];
     if (strncmp(a, name, n) != 0) return false;
@@ -148,7 +149,7 @@ static int parse_exec_option(int argc, char **argv, int *i, exec_options *o) {
                                         "--policy"};
     size_t k = 0;
     for (; k < sizeof names / sizeof *names; k++)
-        if (option_value(argc, argv, i, names[k], &v)) break;
+        if (cli_option_value(argc, argv, i, names[k], &v)) break;
     if (k == sizeof names / sizeof *names) return CLI_NOT_POLICY_OPTION;
     const char *name = names[k];
     if (!v) return bad_value(name, NULL, "needs a value");

@@ -107,6 +107,10 @@ int cli_python(int argc, char **argv);
 
 /* exec.c, doctor.c: `airlock exec`, `airlock doctor`, `airlock gc`. */
 int cli_exec(int argc, char **argv);
+/* exec.c (also cap.c): is argv[*i] option `name`, as "--name VALUE" or
+ * "--name=VALUE"? Then *value is its value (*i advanced past a separate
+ * one), or NULL when the command line ends without it. */
+bool cli_option_value(int argc, char **argv, int *i, const char *name, const char **value);
 int cli_doctor(int argc, char **argv);
 int cli_gc(int argc, char **argv);
 

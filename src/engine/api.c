@@ -6,9 +6,10 @@
  * Invariants:
  *  - floats cross the API as raw bits (memcpy, never a numeric conversion),
  *    so NaN payloads survive;
- *  - a host function owns a copy of its signature (owned_types: params then
- *    results in one buffer) and carries the store-interned sig_id, so
- *    call_indirect compares it like any wasm function;
+ *  - a host function owns a copy of its signature (params then results,
+ *    right after the al_func in the same allocation) and carries the
+ *    store-interned sig_id, so call_indirect compares it like any wasm
+ *    function;
  *  - al_call type-checks every argument before anything runs (spec A.3: an
  *    invocation with mismatched arguments is an embedder error, not a trap).
  */
@@ -97,27 +98,28 @@ al_func *al_func_new_host(al_store *store, const al_functype *type, al_host_fn f
         (type->nresults && !type->results) || !types_valid(type->params, type->nparams) ||
         !types_valid(type->results, type->nresults))
         return NULL;
+    /* One allocation: the function, then its params and results (a plugin
+     * store defines dozens of host functions per instance). */
     size_t n = (size_t)type->nparams + type->nresults;
-    al_func *f = calloc(1, sizeof *f);
-    uint8_t *buf = malloc(n ? n : 1);
-    if (!f || !buf) goto fail;
+    al_func *f = calloc(1, sizeof *f + n);
+    if (!f) return NULL;
+    uint8_t *buf = (uint8_t *)(f + 1);
     if (type->nparams) memcpy(buf, type->params, type->nparams);
     if (type->nresults) memcpy(buf + type->nparams, type->results, type->nresults);
     f->type.nparams = type->nparams;
     f->type.nresults = type->nresults;
     f->type.params = buf;
     f->type.results = buf + type->nparams;
-    f->owned_types = buf;
     f->sig_id = store_intern_sig(store, &f->type);
     f->is_host = true;
+    f->host_slots = type->nparams > type->nresults ? type->nparams : type->nresults;
     f->host_fn = fn;
     f->host_env = env;
-    if (f->sig_id == UINT32_MAX || !store_track(store, STORE_FUNC, f)) goto fail;
+    if (f->sig_id == UINT32_MAX || !store_track(store, STORE_FUNC, f)) {
+        free(f);
+        return NULL;
+    }
     return f;
-fail:
-    free(buf);
-    free(f);
-    return NULL;
 }
 
 al_global *al_global_new(al_store *store, al_value value, bool is_mutable, al_error *err) {

@@ -96,7 +96,20 @@ typedef uint64_t cell;
     X(BR_I32_EQ) X(BR_I32_NE) X(BR_I32_LT_S) X(BR_I32_LT_U) X(BR_I32_GT_S) X(BR_I32_GT_U) \
     X(BR_I32_LE_S) X(BR_I32_LE_U) X(BR_I32_GE_S) X(BR_I32_GE_U) /* a b off fuel */ \
     X(I32_ADD_K) X(I32_SUB_K) X(I32_AND_K) X(I32_SHL_K) X(I32_SHR_U_K) X(I32_SHR_S_K) /* d a k */ \
-    X(I64_ADD_K) /* d a k */
+    X(I64_ADD_K) /* d a k */ \
+    /* fused i32.add + load/store: the address is the wrapped i32 sum of two \
+     * slots (compiled C indexes arrays this way), then + k as for any access */ \
+    X(LOAD32_IX) X(LOAD64_IX) X(LOAD8_S32_IX) X(LOAD8_U_IX) X(LOAD16_S32_IX) X(LOAD16_U_IX) \
+    X(LOAD8_S64_IX) X(LOAD16_S64_IX) X(LOAD32_S64_IX) /* d a b k */ \
+    X(STORE8_IX) X(STORE16_IX) X(STORE32_IX) X(STORE64_IX) /* a b v k */ \
+    X(BR_I64_EQ) X(BR_I64_NE) X(BR_I64_LT_S) X(BR_I64_LT_U) X(BR_I64_GT_S) X(BR_I64_GT_U) \
+    X(BR_I64_LE_S) X(BR_I64_LE_U) X(BR_I64_GE_S) X(BR_I64_GE_U) /* a b off fuel */ \
+    X(I32_SHR_U_AND_K)  /* d a k m: (a >> k) & m, a bit-field extract */ \
+    X(I32_WRAP_SHR_U64) /* d a b: i32.wrap_i64 (i64.shr_u a b), the high part of an i64 */ \
+    X(I32_WRAP_SHR_U64_AND_K) /* d a b m: that, & m (a field of an i64) */ \
+    /* fused LOAD8_U_IX + add: d = a + the byte at (uint32_t)(b + c) + k, \
+     * a sum over a byte array or byte table */ \
+    X(I32_ADD_LOAD8_U_IX) X(I64_ADD_LOAD8_U_IX) /* d a b c k */
 
 enum internal_op {
 #define AL_OP_ENUM(name) OP_##name,

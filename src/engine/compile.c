@@ -16,7 +16,8 @@
  *    [params][locals][consts][operand stack].
  *  - local.set right after an instruction that produced the value retargets
  *    that instruction's destination (no copy); a compare followed by br_if/if
- *    fuses into one compare-and-branch.
+ *    fuses into one compare-and-branch; an i32.add whose only use is the
+ *    address of the load/store right after it fuses into that access.
  * Invariants: every slot index emitted is < frame_size; every branch offset
  * lands on an instruction start inside the function; all lazy operands are
  * materialised at labels.
@@ -160,6 +161,15 @@ static uint32_t pool_intern(compiler *c, uint64_t v) {
     p->values[p->count] = v;
     p->hash[j] = ++p->count;
     return p->count - 1;
+}
+
+/* The slot of a constant already in the pool, or NONE (never adds one). */
+static uint32_t existing_const_slot(const compiler *c, uint64_t v) {
+    const const_pool *p = &c->consts;
+    if (!p->hash_cap) return NONE;
+    for (uint32_t j = hash64(v) & (p->hash_cap - 1); p->hash[j]; j = (j + 1) & (p->hash_cap - 1))
+        if (p->values[p->hash[j] - 1] == v) return c->nlocal_slots + p->hash[j] - 1;
+    return NONE;
 }
 
 static uint32_t const_slot(compiler *c, uint64_t v) {
@@ -446,17 +456,35 @@ static bool block_type(compiler *c, const wasm_instr *in, const uint8_t **params
 
 /* ---- instruction groups -------------------------------------------------------- */
 
+/* Did the instruction emitted last, an op, compute v (an operand just
+ * popped from position c->height) into its home slot? That slot is then
+ * above the stack and no label came between, so nothing else reads it: the
+ * instruction may be fused into the one consuming v. */
+static bool last_made_at(const compiler *c, operand v, uint32_t pos, enum internal_op op) {
+    return c->last_dst_pos != NONE && c->last_op == op && v.slot == home(c, pos) &&
+           c->last_dst_height == pos;
+}
+
+static bool last_made(const compiler *c, operand v, enum internal_op op) {
+    return last_made_at(c, v, c->height, op);
+}
+
 /* Emit the head of a conditional branch on cond (its offset and fuel cells
  * follow): taken when cond is true (when_true) or false. A compare or eqz
  * that just produced cond is fused into a compare-and-branch. */
 static uint32_t emit_cond_branch(compiler *c, operand cond, bool when_true) {
-    static const enum internal_op fused[2][OP_I32_GE_U + 1] = {
+    static const enum internal_op fused[2][OP_I64_GE_U + 1] = {
         { /* branch when the compare is false: the inverse compare */
             [OP_I32_EQ] = OP_BR_I32_NE, [OP_I32_NE] = OP_BR_I32_EQ,
             [OP_I32_LT_S] = OP_BR_I32_GE_S, [OP_I32_LT_U] = OP_BR_I32_GE_U,
             [OP_I32_GT_S] = OP_BR_I32_LE_S, [OP_I32_GT_U] = OP_BR_I32_LE_U,
             [OP_I32_LE_S] = OP_BR_I32_GT_S, [OP_I32_LE_U] = OP_BR_I32_GT_U,
             [OP_I32_GE_S] = OP_BR_I32_LT_S, [OP_I32_GE_U] = OP_BR_I32_LT_U,
+            [OP_I64_EQ] = OP_BR_I64_NE, [OP_I64_NE] = OP_BR_I64_EQ,
+            [OP_I64_LT_S] = OP_BR_I64_GE_S, [OP_I64_LT_U] = OP_BR_I64_GE_U,
+            [OP_I64_GT_S] = OP_BR_I64_LE_S, [OP_I64_GT_U] = OP_BR_I64_LE_U,
+            [OP_I64_LE_S] = OP_BR_I64_GT_S, [OP_I64_LE_U] = OP_BR_I64_GT_U,
+            [OP_I64_GE_S] = OP_BR_I64_LT_S, [OP_I64_GE_U] = OP_BR_I64_LT_U,
         },
         { /* branch when it is true */
             [OP_I32_EQ] = OP_BR_I32_EQ, [OP_I32_NE] = OP_BR_I32_NE,
@@ -464,12 +492,17 @@ static uint32_t emit_cond_branch(compiler *c, operand cond, bool when_true) {
             [OP_I32_GT_S] = OP_BR_I32_GT_S, [OP_I32_GT_U] = OP_BR_I32_GT_U,
             [OP_I32_LE_S] = OP_BR_I32_LE_S, [OP_I32_LE_U] = OP_BR_I32_LE_U,
             [OP_I32_GE_S] = OP_BR_I32_GE_S, [OP_I32_GE_U] = OP_BR_I32_GE_U,
+            [OP_I64_EQ] = OP_BR_I64_EQ, [OP_I64_NE] = OP_BR_I64_NE,
+            [OP_I64_LT_S] = OP_BR_I64_LT_S, [OP_I64_LT_U] = OP_BR_I64_LT_U,
+            [OP_I64_GT_S] = OP_BR_I64_GT_S, [OP_I64_GT_U] = OP_BR_I64_GT_U,
+            [OP_I64_LE_S] = OP_BR_I64_LE_S, [OP_I64_LE_U] = OP_BR_I64_LE_U,
+            [OP_I64_GE_S] = OP_BR_I64_GE_S, [OP_I64_GE_U] = OP_BR_I64_GE_U,
         },
     };
     bool fresh = c->last_dst_pos != NONE && cond.slot == home(c, c->height) &&
                  c->last_dst_height == c->height;
-    if (fresh && c->last_op >= OP_I32_EQ && c->last_op <= OP_I32_GE_U &&
-        fused[when_true][c->last_op]) {
+    if (fresh && c->last_op >= OP_I32_EQ && c->last_op <= OP_I64_GE_U &&
+        fused[when_true][c->last_op]) { /* (I64_EQZ, in that range, has no entry) */
         cell a = c->code[c->last_pc + 2], b = c->code[c->last_pc + 3];
         enum internal_op op = fused[when_true][c->last_op];
         unemit_last(c);
@@ -776,6 +809,59 @@ static bool is_const_slot(const compiler *c, uint32_t slot) {
     return slot >= c->nlocal_slots && slot < c->stack_base;
 }
 
+/* Patterns of compiled C that become one instruction: a byte or field
+ * extracted by shift and mask (I32_SHR_U_AND_K, or I32_WRAP_SHR_U64_AND_K
+ * from an i64), and the high half of an i64 (I32_WRAP_SHR_U64). a and b are
+ * the operands of op, already popped. */
+static bool fuse_numeric(compiler *c, enum internal_op op, operand a, operand b, uint8_t tr) {
+    cell src, k;
+    enum internal_op fused;
+    if (op == OP_I32_AND && is_const_slot(c, b.slot) && last_made(c, a, OP_I32_SHR_U_K)) {
+        fused = OP_I32_SHR_U_AND_K;
+    } else if (op == OP_I32_AND && is_const_slot(c, b.slot) &&
+               last_made(c, a, OP_I32_WRAP_SHR_U64)) {
+        fused = OP_I32_WRAP_SHR_U64_AND_K;
+    } else if (op == OP_I32_WRAP_I64 && last_made(c, a, OP_I64_SHR_U)) {
+        fused = OP_I32_WRAP_SHR_U64;
+    } else {
+        return false;
+    }
+    src = c->code[c->last_pc + 2];
+    k = c->code[c->last_pc + 3]; /* the shift: an immediate, or a slot for I64_SHR_U */
+    unemit_last(c);
+    emit_op(c, fused);
+    if (!push_result(c, tr)) return true; /* c->failed is set */
+    emit_cell(c, src);
+    emit_cell(c, k);
+    if (fused != OP_I32_WRAP_SHR_U64) emit_cell(c, c->consts.values[b.slot - c->nlocal_slots]);
+    return true;
+}
+
+/* i32.add/i64.add of a byte just loaded by LOAD8_U_IX (either operand; the
+ * other one was not computed after it, or it would be the last one) into
+ * one instruction. It reports a trap at the load's offset, as the load
+ * would have. */
+static bool fuse_add_load(compiler *c, enum internal_op op, operand a, operand b, uint8_t tr) {
+    if (op != OP_I32_ADD && op != OP_I64_ADD) return false;
+    operand other;
+    if (last_made_at(c, b, c->height + 1, OP_LOAD8_U_IX)) other = a;
+    else if (last_made_at(c, a, c->height, OP_LOAD8_U_IX)) other = b;
+    else return false;
+    cell x = c->code[c->last_pc + 2], y = c->code[c->last_pc + 3], k = c->code[c->last_pc + 4];
+    uint32_t load_offset = c->npcmap ? c->pcmap[c->npcmap - 1].offset : c->cur_offset;
+    unemit_last(c);
+    uint32_t add_offset = c->cur_offset;
+    c->cur_offset = load_offset;
+    emit_op(c, op == OP_I32_ADD ? OP_I32_ADD_LOAD8_U_IX : OP_I64_ADD_LOAD8_U_IX);
+    c->cur_offset = add_offset;
+    if (!push_result(c, tr)) return true; /* c->failed is set */
+    emit_cell(c, other.slot);
+    emit_cell(c, x);
+    emit_cell(c, y);
+    emit_cell(c, k);
+    return true;
+}
+
 static bool do_numeric(compiler *c, uint32_t wop) {
     uint8_t ta, tb, tr;
     if (wop >= 0xFC00) {
@@ -796,6 +882,7 @@ static bool do_numeric(compiler *c, uint32_t wop) {
     if (!live(c)) return push(c, tr, home(c, c->height));
     enum internal_op op = numeric_op(wop);
     enum internal_op kop = tb ? with_immediate(op) : OP_COUNT;
+    if (fuse_numeric(c, op, a, b, tr) || fuse_add_load(c, op, a, b, tr)) return !c->failed;
     if (kop != OP_COUNT && is_const_slot(c, b.slot)) {
         emit_op(c, kop);
         if (!push_result(c, tr)) return false;
@@ -814,6 +901,36 @@ static bool do_numeric(compiler *c, uint32_t wop) {
 
 static bool need_memory(compiler *c) {
     return c->m->nmemories > 0 || invalid(c, "unknown memory");
+}
+
+/* The load/store forms of code.h list their _IX twins in the same order. */
+_Static_assert(OP_LOAD32_S64_IX - OP_LOAD32_IX == OP_LOAD32_S64 - OP_LOAD32 &&
+                   OP_STORE64_IX - OP_STORE8_IX == OP_STORE64 - OP_STORE8,
+               "load/store _IX forms out of order");
+
+static enum internal_op indexed_form(enum internal_op op) {
+    if (op >= OP_LOAD32 && op <= OP_LOAD32_S64) return OP_LOAD32_IX + (op - OP_LOAD32);
+    return OP_STORE8_IX + (op - OP_STORE8);
+}
+
+/* Was addr (the operand just popped from position c->height) computed by
+ * the i32.add emitted last, into its home slot? Then nothing else can read
+ * that slot (it is above the stack once popped, and no label came between),
+ * so the add may be folded into the access: its two source slots are
+ * returned. An add of a constant (I32_ADD_K: C code indexing a global array
+ * at a fixed address) names the constant's slot again; it is in the pool
+ * already, so this adds no slot. */
+static bool fold_address_add(compiler *c, operand addr, cell *a, cell *b) {
+    if (!last_made(c, addr, OP_I32_ADD) && !last_made(c, addr, OP_I32_ADD_K)) return false;
+    *a = c->code[c->last_pc + 2];
+    *b = c->code[c->last_pc + 3];
+    if (c->last_op == OP_I32_ADD_K) {
+        uint32_t k = existing_const_slot(c, *b);
+        if (k == NONE) return false;
+        *b = k;
+    }
+    unemit_last(c);
+    return true;
 }
 
 static bool do_load_store(compiler *c, const wasm_instr *in) {
@@ -835,8 +952,15 @@ static bool do_load_store(compiler *c, const wasm_instr *in) {
     if (d->store) {
         if (!pop(c, d->type, &val) || !pop(c, AL_I32, &addr)) return false;
         if (live(c)) {
-            emit_op(c, d->op);
-            emit_cell(c, addr.slot);
+            cell a, b;
+            if (fold_address_add(c, addr, &a, &b)) {
+                emit_op(c, indexed_form(d->op));
+                emit_cell(c, a);
+                emit_cell(c, b);
+            } else {
+                emit_op(c, d->op);
+                emit_cell(c, addr.slot);
+            }
             emit_cell(c, val.slot);
             emit_cell(c, in->mem_offset);
         }
@@ -844,9 +968,16 @@ static bool do_load_store(compiler *c, const wasm_instr *in) {
     }
     if (!pop(c, AL_I32, &addr)) return false;
     if (!live(c)) return push(c, d->type, home(c, c->height));
-    emit_op(c, d->op);
+    cell a, b;
+    bool folded = fold_address_add(c, addr, &a, &b);
+    emit_op(c, folded ? indexed_form(d->op) : d->op);
     if (!push_result(c, d->type)) return false;
-    emit_cell(c, addr.slot);
+    if (folded) {
+        emit_cell(c, a);
+        emit_cell(c, b);
+    } else {
+        emit_cell(c, addr.slot);
+    }
     emit_cell(c, in->mem_offset);
     return true;
 }

@@ -35,14 +35,28 @@ struct exec_stack {
     size_t slots_bytes;
     slot_t *end;
     slot_t *top; /* first free slot for a (re-)entry from the host */
-    frame_rec *frames;
-    uint32_t nframes, max_frames;
+    frame_rec *frames; /* frames_cap entries, grown on demand up to max_frames */
+    uint32_t nframes, frames_cap, max_frames;
     uint32_t entries; /* nested exec_invoke calls (host -> guest re-entry) */
 };
 
 /* Each re-entry (guest -> host -> al_call -> guest) costs host C stack, so its
  * nesting is bounded well below what an 8 MiB thread stack can hold. */
 #define MAX_REENTRY 200
+#define INITIAL_FRAMES 64u
+
+/* Room for one more frame record: false at max_frames (the guest's call
+ * depth limit) or when memory runs out, both "call stack exhausted". */
+static bool frames_reserve(struct exec_stack *st) {
+    if (st->nframes < st->frames_cap) return true;
+    if (st->frames_cap >= st->max_frames) return false;
+    uint32_t cap = st->frames_cap > st->max_frames / 2 ? st->max_frames : st->frames_cap * 2;
+    frame_rec *grown = realloc(st->frames, (size_t)cap * sizeof *grown);
+    if (!grown) return false;
+    st->frames = grown;
+    st->frames_cap = cap;
+    return true;
+}
 
 void exec_stack_free(struct exec_stack *st) {
     if (!st) return;
@@ -69,7 +83,11 @@ static struct exec_stack *stack_for(al_store *store) {
                              MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0)
                       : MAP_FAILED;
     st->slots = slots == MAP_FAILED ? NULL : slots;
-    st->frames = calloc(nframes + 1, sizeof(frame_rec));
+    /* The frame records start small and double as calls nest: at the
+     * default depth limit a full array is 320 KiB, which a short-lived store
+     * (one plugin instance) would otherwise allocate and zero every time. */
+    st->frames_cap = nframes < INITIAL_FRAMES ? nframes : INITIAL_FRAMES;
+    st->frames = malloc(st->frames_cap * sizeof(frame_rec));
     if (!st->slots || !st->frames) {
         exec_stack_free(st);
         return NULL;
@@ -83,36 +101,57 @@ static struct exec_stack *stack_for(al_store *store) {
 
 /* ---- host calls ------------------------------------------------------------ */
 
-static bool call_host(al_store *store, al_func *f, slot_t *slots, al_instance *caller_inst,
-                      al_error *err) {
-    enum { INLINE = 16 };
-    al_value args_buf[INLINE], res_buf[INLINE];
+/* Arguments cross as al_values. A slot already holds a value's bits the way
+ * the union does (zero-extended, see runtime.h), so each argument is its
+ * type plus the whole slot, and each result starts as a zero of its type.
+ * Results are taken back at the declared types, whatever the host wrote.
+ * args/res hold np/nr entries. */
+static inline bool host_invoke(al_func *f, slot_t *slots, al_instance *caller_inst,
+                               al_value *args, al_value *res, al_error *err) {
     uint32_t np = f->type.nparams, nr = f->type.nresults;
-    al_value *args = np <= INLINE ? args_buf : malloc(np * sizeof *args);
-    al_value *res = nr <= INLINE ? res_buf : malloc(nr * sizeof *res);
-    bool ok = false;
-    if (!args || !res) {
-        wasm_error_set(err, AL_ERR_NOMEM, "out of memory calling a host function");
-        goto out;
+    for (uint32_t i = 0; i < np; i++) {
+        args[i].type = (al_valtype)f->type.params[i];
+        args[i].of.i64 = (int64_t)slots[i];
     }
-    for (uint32_t i = 0; i < np; i++) args[i] = slot_to_value(slots[i], f->type.params[i]);
-    for (uint32_t i = 0; i < nr; i++) res[i] = slot_to_value(0, f->type.results[i]);
+    for (uint32_t i = 0; i < nr; i++) {
+        res[i].type = (al_valtype)f->type.results[i];
+        res[i].of.i64 = 0;
+    }
     al_caller caller = {caller_inst};
     al_trap_kind trap = f->host_fn(f->host_env, &caller, args, res);
     if (trap != AL_TRAP_NONE) {
         wasm_error_set(err, AL_ERR_TRAP, "%s", al_trap_message(trap));
         err->trap = trap;
-        goto out;
+        return false;
     }
-    /* The host's results are taken at the declared types, whatever it wrote. */
     for (uint32_t i = 0; i < nr; i++) {
         res[i].type = (al_valtype)f->type.results[i];
         slots[i] = value_to_slot(res[i]);
     }
-    ok = true;
-out:
-    if (args != args_buf) free(args);
-    if (res != res_buf) free(res);
+    return true;
+}
+
+/* Host calls with few parameters and results (every plugin and WASI
+ * import) take this path; a plugin makes one per 8 input bytes, so it is
+ * inlined into the interpreter and allocates nothing. */
+enum { HOST_INLINE_VALUES = 16 }; /* WASI's path_open takes 9 */
+
+static inline bool host_is_small(const al_func *f) {
+    return f->host_slots <= HOST_INLINE_VALUES; /* max(nparams, nresults) */
+}
+
+static bool call_host(al_store *store, al_func *f, slot_t *slots, al_instance *caller_inst,
+                      al_error *err) {
+    if (host_is_small(f)) {
+        al_value args[HOST_INLINE_VALUES], res[HOST_INLINE_VALUES];
+        return host_invoke(f, slots, caller_inst, args, res, err);
+    }
+    al_value *args = malloc((f->type.nparams + 1ull) * sizeof *args);
+    al_value *res = malloc((f->type.nresults + 1ull) * sizeof *res);
+    bool ok = args && res && host_invoke(f, slots, caller_inst, args, res, err);
+    if (!args || !res) wasm_error_set(err, AL_ERR_NOMEM, "out of memory calling a host function");
+    free(args);
+    free(res);
     return ok;
 }
 
@@ -198,7 +237,7 @@ static bool memory_init(al_instance *inst, uint32_t seg, uint32_t d, uint32_t s,
 #define NEXT(n) do { ip += (n); goto *(const void *)ip[0]; } while (0)
 #define TRAP(kind) do { trap = (kind); goto trapped; } while (0)
 #define LOAD_MEM() do { \
-        al_memory *m_ = inst->module->nmemories ? inst->memories[0] : NULL; \
+        al_memory *m_ = inst->memory0; \
         mem = m_ ? m_->data : NULL; mem_size = m_ ? m_->size : 0; } while (0)
 
 #define UN(NAME, fn) op_##NAME: fp[ip[1]] = fn(fp[ip[2]]); NEXT(3);
@@ -221,6 +260,16 @@ static bool memory_init(al_instance *inst, uint32_t seg, uint32_t d, uint32_t s,
         uint64_t ea_ = (uint64_t)(uint32_t)fp[ip[1]] + ip[3]; \
         if (ea_ + (N) > mem_size) TRAP(AL_TRAP_MEMORY_OOB); \
         T v_ = (T)fp[ip[2]]; memcpy(mem + ea_, &v_, N); NEXT(4); }
+/* The _IX forms: address (uint32_t)(a + b), the wrap of the i32.add they
+ * replace, then the same 33-bit bound check as above. */
+#define LOAD_IX(NAME, N, T, EXT) op_##NAME##_IX: { \
+        uint64_t ea_ = (uint64_t)(uint32_t)(fp[ip[2]] + fp[ip[3]]) + ip[4]; \
+        if (ea_ + (N) > mem_size) TRAP(AL_TRAP_MEMORY_OOB); \
+        T v_; memcpy(&v_, mem + ea_, N); fp[ip[1]] = EXT; NEXT(5); }
+#define STORE_IX(NAME, N, T) op_##NAME##_IX: { \
+        uint64_t ea_ = (uint64_t)(uint32_t)(fp[ip[1]] + fp[ip[2]]) + ip[4]; \
+        if (ea_ + (N) > mem_size) TRAP(AL_TRAP_MEMORY_OOB); \
+        T v_ = (T)fp[ip[3]]; memcpy(mem + ea_, &v_, N); NEXT(5); }
 
 static bool interp(al_store *store, struct exec_stack *st, al_func *entry, slot_t *fp,
                    al_error *err, const void *const **table_out) {
@@ -256,13 +305,20 @@ static bool interp(al_store *store, struct exec_stack *st, al_func *entry, slot_
 enter: {
         /* Push a frame for callee at new_fp, returning to ret_ip. */
         const struct compiled_func *cf = callee->code;
-        if (st->nframes >= st->max_frames || (size_t)(st->end - new_fp) < cf->frame_size)
+        if ((st->nframes >= st->frames_cap && !frames_reserve(st)) ||
+            (size_t)(st->end - new_fp) < cf->frame_size)
             TRAP(AL_TRAP_STACK_EXHAUSTED);
         CHECK_POINT();
         st->frames[st->nframes++] = (frame_rec){ret_ip, fp, inst, fn};
         /* Usually a handful of slots: plain loops beat library calls here. */
         for (slot_t *p = new_fp + cf->nparams, *e = p + cf->nlocals; p < e; p++) *p = 0;
-        for (uint32_t k = 0; k < cf->nconsts; k++) new_fp[cf->const_base + k] = cf->consts[k];
+        /* Constants are many in compiled C (dlmalloc has dozens): one
+         * memcpy beats a slot-by-slot loop that the compiler cannot widen
+         * (it cannot rule out aliasing). */
+        if (cf->nconsts > 4)
+            memcpy(new_fp + cf->const_base, cf->consts, cf->nconsts * sizeof(slot_t));
+        else
+            for (uint32_t k = 0; k < cf->nconsts; k++) new_fp[cf->const_base + k] = cf->consts[k];
         fp = new_fp;
         fn = cf;
         if (callee->instance != inst) {
@@ -276,12 +332,16 @@ enter: {
 call: {
         /* callee, new_fp and ret_ip are set. */
         if (!callee->is_host) goto enter;
-        uint32_t n = callee->type.nparams > callee->type.nresults ? callee->type.nparams
-                                                                   : callee->type.nresults;
         slot_t *saved_top = st->top;
-        st->top = new_fp + n;
+        st->top = new_fp + callee->host_slots;
         SAVE_FUEL(); /* the host may re-enter and spend from the same budget */
-        bool ok = call_host(store, callee, new_fp, inst, err);
+        bool ok;
+        if (host_is_small(callee)) {
+            al_value args[HOST_INLINE_VALUES], res[HOST_INLINE_VALUES];
+            ok = host_invoke(callee, new_fp, inst, args, res, err);
+        } else {
+            ok = call_host(store, callee, new_fp, inst, err);
+        }
         LOAD_FUEL();
         st->top = saved_top;
         if (!ok) TRAP(err->kind == AL_ERR_TRAP ? err->trap : AL_TRAP_HOST);
@@ -321,8 +381,13 @@ op_RETURN: {
         ip = fr->ret_ip;
         fp = fr->ret_fp;
         fn = fr->fn;
-        if (fr->inst != inst) inst = fr->inst;
-        LOAD_MEM();
+        /* As at entry: only another instance's memory needs loading. Within
+         * one instance mem and mem_size stay current (memory.grow and every
+         * host call reload them, as does each switch between instances). */
+        if (fr->inst != inst) {
+            inst = fr->inst;
+            LOAD_MEM();
+        }
         NEXT(0);
     }
 op_CALL:
@@ -445,6 +510,19 @@ op_MEMORY_FILL: {
     STORE(STORE16, 2, uint16_t)
     STORE(STORE32, 4, uint32_t)
     STORE(STORE64, 8, uint64_t)
+    LOAD_IX(LOAD32, 4, uint32_t, v_)
+    LOAD_IX(LOAD64, 8, uint64_t, v_)
+    LOAD_IX(LOAD8_S32, 1, int8_t, (uint32_t)(int32_t)v_)
+    LOAD_IX(LOAD8_U, 1, uint8_t, v_)
+    LOAD_IX(LOAD16_S32, 2, int16_t, (uint32_t)(int32_t)v_)
+    LOAD_IX(LOAD16_U, 2, uint16_t, v_)
+    LOAD_IX(LOAD8_S64, 1, int8_t, (uint64_t)(int64_t)v_)
+    LOAD_IX(LOAD16_S64, 2, int16_t, (uint64_t)(int64_t)v_)
+    LOAD_IX(LOAD32_S64, 4, int32_t, (uint64_t)(int64_t)v_)
+    STORE_IX(STORE8, 1, uint8_t)
+    STORE_IX(STORE16, 2, uint16_t)
+    STORE_IX(STORE32, 4, uint32_t)
+    STORE_IX(STORE64, 8, uint64_t)
 
     UN(I32_EQZ, num_i32_eqz) BIN(I32_EQ, num_i32_eq) BIN(I32_NE, num_i32_ne)
     BIN(I32_LT_S, num_i32_lt_s) BIN(I32_LT_U, num_i32_lt_u) BIN(I32_GT_S, num_i32_gt_s)
@@ -514,6 +592,28 @@ op_MEMORY_FILL: {
     BRCMP(BR_I32_GT_S, num_i32_gt_s) BRCMP(BR_I32_GT_U, num_i32_gt_u)
     BRCMP(BR_I32_LE_S, num_i32_le_s) BRCMP(BR_I32_LE_U, num_i32_le_u)
     BRCMP(BR_I32_GE_S, num_i32_ge_s) BRCMP(BR_I32_GE_U, num_i32_ge_u)
+    BRCMP(BR_I64_EQ, num_i64_eq) BRCMP(BR_I64_NE, num_i64_ne)
+    BRCMP(BR_I64_LT_S, num_i64_lt_s) BRCMP(BR_I64_LT_U, num_i64_lt_u)
+    BRCMP(BR_I64_GT_S, num_i64_gt_s) BRCMP(BR_I64_GT_U, num_i64_gt_u)
+    BRCMP(BR_I64_LE_S, num_i64_le_s) BRCMP(BR_I64_LE_U, num_i64_le_u)
+    BRCMP(BR_I64_GE_S, num_i64_ge_s) BRCMP(BR_I64_GE_U, num_i64_ge_u)
+op_I32_SHR_U_AND_K: fp[ip[1]] = num_i32_and(num_i32_shr_u(fp[ip[2]], ip[3]), ip[4]); NEXT(5);
+op_I32_WRAP_SHR_U64: fp[ip[1]] = num_i32_wrap_i64(num_i64_shr_u(fp[ip[2]], fp[ip[3]])); NEXT(4);
+op_I32_ADD_LOAD8_U_IX: {
+        uint64_t ea_ = (uint64_t)(uint32_t)(fp[ip[3]] + fp[ip[4]]) + ip[5];
+        if (ea_ + 1 > mem_size) TRAP(AL_TRAP_MEMORY_OOB);
+        fp[ip[1]] = num_i32_add(fp[ip[2]], mem[ea_]);
+        NEXT(6);
+    }
+op_I64_ADD_LOAD8_U_IX: {
+        uint64_t ea_ = (uint64_t)(uint32_t)(fp[ip[3]] + fp[ip[4]]) + ip[5];
+        if (ea_ + 1 > mem_size) TRAP(AL_TRAP_MEMORY_OOB);
+        fp[ip[1]] = num_i64_add(fp[ip[2]], mem[ea_]);
+        NEXT(6);
+    }
+op_I32_WRAP_SHR_U64_AND_K:
+    fp[ip[1]] = num_i32_and(num_i32_wrap_i64(num_i64_shr_u(fp[ip[2]], fp[ip[3]])), ip[4]);
+    NEXT(5);
     BINK(I32_ADD_K, num_i32_add) BINK(I32_SUB_K, num_i32_sub) BINK(I32_AND_K, num_i32_and)
     BINK(I32_SHL_K, num_i32_shl) BINK(I32_SHR_U_K, num_i32_shr_u) BINK(I32_SHR_S_K, num_i32_shr_s)
     BINK(I64_ADD_K, num_i64_add)

@@ -36,10 +36,11 @@
 /* ---- import sets ---------------------------------------------------------- */
 
 typedef struct import_entry {
-    char *module;
+    char *module;       /* one allocation: module, NUL, name, NUL */
     size_t module_len;
     char *name;
     size_t name_len;
+    uint64_t hash;      /* key_hash of (module, name), kept for rehashing */
     al_extern ext;
 } import_entry;
 
@@ -54,41 +55,51 @@ al_imports *al_imports_new(void) { return calloc(1, sizeof(al_imports)); }
 
 void al_imports_free(al_imports *imports) {
     if (!imports) return;
-    for (size_t i = 0; i < imports->n; i++) {
-        free(imports->entries[i].module);
-        free(imports->entries[i].name);
-    }
+    for (size_t i = 0; i < imports->n; i++) free(imports->entries[i].module);
     free(imports->entries);
     free(imports->index);
     free(imports);
 }
 
-static uint64_t fnv1a(uint64_t h, const void *p, size_t n) {
-    const uint8_t *b = p;
-    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 1099511628211ull;
-    return h;
+/* Eight bytes per step (a multiply-xor mix): an embedder defines every WASI
+ * function for each new store (a plugin instance), so hashing its ~45
+ * names byte by byte showed up in instantiation time. Names come from the
+ * embedder (definitions) or a module (look-ups only), so a crafted name can
+ * at worst lengthen its own probe, bounded by the table's size. */
+static uint64_t mix(uint64_t h, uint64_t w) {
+    h = (h ^ w) * 0x9E3779B97F4A7C15ull;
+    return h ^ (h >> 29);
+}
+
+static uint64_t hash_bytes(uint64_t h, const char *p, size_t n) {
+    uint64_t w;
+    for (; n >= 8; p += 8, n -= 8) {
+        memcpy(&w, p, 8);
+        h = mix(h, w);
+    }
+    w = 0;
+    memcpy(&w, p, n);
+    return mix(h, w ^ ((uint64_t)n << 56));
 }
 
 static uint64_t key_hash(const char *module, size_t module_len, const char *name,
                          size_t name_len) {
-    uint64_t h = fnv1a(14695981039346656037ull, &module_len, sizeof module_len);
-    h = fnv1a(h, module, module_len);
-    return fnv1a(h, name, name_len);
+    return hash_bytes(hash_bytes(module_len, module, module_len), name, name_len);
 }
 
-static bool key_equal(const import_entry *e, const char *module, size_t module_len,
-                      const char *name, size_t name_len) {
-    return e->module_len == module_len && e->name_len == name_len &&
+static bool key_equal(const import_entry *e, uint64_t hash, const char *module,
+                      size_t module_len, const char *name, size_t name_len) {
+    return e->hash == hash && e->module_len == module_len && e->name_len == name_len &&
            memcmp(e->module, module, module_len) == 0 && memcmp(e->name, name, name_len) == 0;
 }
 
 /* Index slot holding the key, or the empty slot where it would go. */
-static size_t index_slot(const al_imports *im, const char *module, size_t module_len,
-                         const char *name, size_t name_len) {
+static size_t index_slot(const al_imports *im, uint64_t hash, const char *module,
+                         size_t module_len, const char *name, size_t name_len) {
     size_t mask = im->index_cap - 1;
-    size_t i = (size_t)key_hash(module, module_len, name, name_len) & mask;
+    size_t i = (size_t)hash & mask;
     while (im->index[i] &&
-           !key_equal(&im->entries[im->index[i] - 1], module, module_len, name, name_len))
+           !key_equal(&im->entries[im->index[i] - 1], hash, module, module_len, name, name_len))
         i = (i + 1) & mask;
     return i;
 }
@@ -96,10 +107,12 @@ static size_t index_slot(const al_imports *im, const char *module, size_t module
 static const al_extern *imports_find(const al_imports *im, const char *module,
                                      size_t module_len, const char *name, size_t name_len) {
     if (!im || im->index_cap == 0) return NULL;
-    size_t slot = index_slot(im, module, module_len, name, name_len);
+    size_t slot = index_slot(im, key_hash(module, module_len, name, name_len), module,
+                             module_len, name, name_len);
     return im->index[slot] ? &im->entries[im->index[slot] - 1].ext : NULL;
 }
 
+/* Entries are distinct keys: each goes in the first empty slot of its probe. */
 static bool imports_rehash(al_imports *im, size_t cap) {
     size_t *index = calloc(cap, sizeof *index);
     if (!index) return false;
@@ -107,8 +120,9 @@ static bool imports_rehash(al_imports *im, size_t cap) {
     im->index = index;
     im->index_cap = cap;
     for (size_t k = 0; k < im->n; k++) {
-        const import_entry *e = &im->entries[k];
-        im->index[index_slot(im, e->module, e->module_len, e->name, e->name_len)] = k + 1;
+        size_t i = (size_t)im->entries[k].hash & (cap - 1);
+        while (im->index[i]) i = (i + 1) & (cap - 1);
+        im->index[i] = k + 1;
     }
     return true;
 }
@@ -123,15 +137,20 @@ static bool imports_reserve(al_imports *im) {
         im->cap = cap;
     }
     if ((im->n + 1) * 2 > im->index_cap)
-        return imports_rehash(im, im->index_cap ? im->index_cap * 2 : 32);
+        return imports_rehash(im, im->index_cap ? im->index_cap * 2 : 64);
     return true;
 }
 
-static char *copy_bytes(const char *s, size_t n) {
-    char *c = malloc(n + 1);
+/* module, NUL, name, NUL in one allocation (names may hold NUL bytes: the
+ * lengths are what count). */
+static char *copy_key(const char *module, size_t module_len, const char *name, size_t name_len) {
+    if (module_len > SIZE_MAX / 2 - 2 || name_len > SIZE_MAX / 2 - 2) return NULL;
+    char *c = malloc(module_len + name_len + 2);
     if (!c) return NULL;
-    memcpy(c, s, n);
-    c[n] = '\0';
+    memcpy(c, module, module_len);
+    c[module_len] = '\0';
+    memcpy(c + module_len + 1, name, name_len);
+    c[module_len + 1 + name_len] = '\0';
     return c;
 }
 
@@ -148,23 +167,19 @@ static bool extern_is_valid(al_extern ext) {
 static bool imports_define_n(al_imports *im, const char *module, size_t module_len,
                              const char *name, size_t name_len, al_extern ext) {
     if (!im || !module || !name || !extern_is_valid(ext)) return false;
+    uint64_t hash = key_hash(module, module_len, name, name_len);
     if (im->index_cap) {
-        size_t slot = index_slot(im, module, module_len, name, name_len);
+        size_t slot = index_slot(im, hash, module, module_len, name, name_len);
         if (im->index[slot]) {
             im->entries[im->index[slot] - 1].ext = ext;
             return true;
         }
     }
     if (!imports_reserve(im)) return false;
-    import_entry e = {copy_bytes(module, module_len), module_len, copy_bytes(name, name_len),
-                      name_len, ext};
-    if (!e.module || !e.name) {
-        free(e.module);
-        free(e.name);
-        return false;
-    }
-    im->entries[im->n] = e;
-    im->index[index_slot(im, module, module_len, name, name_len)] = im->n + 1;
+    char *key = copy_key(module, module_len, name, name_len);
+    if (!key) return false;
+    im->entries[im->n] = (import_entry){key, module_len, key + module_len + 1, name_len, hash, ext};
+    im->index[index_slot(im, hash, module, module_len, name, name_len)] = im->n + 1;
     im->n++;
     return true;
 }
@@ -455,9 +470,10 @@ static al_instance *instantiate(al_store *store, const al_module *m, const al_ex
     if (!inst) return NULL;
     link_imports(inst, m, resolved);
     if (!intern_types(inst, m, err) || !alloc_funcs(inst, m, err) ||
-        !alloc_tables(inst, m, err) || !alloc_memories(inst, m, err) ||
-        !alloc_globals(inst, m, err) || !init_segments(inst, m, err))
+        !alloc_tables(inst, m, err) || !alloc_memories(inst, m, err))
         return NULL;
+    inst->memory0 = m->nmemories ? inst->memories[0] : NULL;
+    if (!alloc_globals(inst, m, err) || !init_segments(inst, m, err)) return NULL;
     /* Step 15: the start function; al_call handles host and wasm functions
      * alike and fills err on a trap. */
     if (m->has_start && !al_call(store, inst->funcs[m->start], NULL, 0, NULL, 0, err))

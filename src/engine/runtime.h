@@ -21,9 +21,10 @@
 typedef uint64_t slot_t;
 
 struct al_func {
-    al_functype type;   /* host: owns its arrays via owned_types */
+    al_functype type;   /* host: arrays follow the al_func in its allocation */
     uint32_t sig_id;    /* interned in the store: equal ids <=> equal signatures */
     bool is_host;
+    uint32_t host_slots; /* host: max(nparams, nresults), the slots a call uses */
     /* wasm functions */
     al_instance *instance;
     const struct compiled_func *code;
@@ -31,7 +32,6 @@ struct al_func {
     /* host functions */
     al_host_fn host_fn;
     void *host_env;
-    uint8_t *owned_types;
 };
 
 struct al_memory {
@@ -62,6 +62,7 @@ struct al_instance {
     al_func **funcs;       /* module->nfuncs */
     al_table **tables;     /* module->ntables */
     al_memory **memories;  /* module->nmemories */
+    al_memory *memory0;    /* memories[0], or NULL without one: what exec.c addresses */
     al_global **globals;   /* module->nglobals */
     uint32_t *sig_ids;     /* module->ntypes: interned id of each type */
     bool *elem_dropped;    /* module->nelems */

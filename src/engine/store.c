@@ -58,12 +58,7 @@ static void instance_release(al_instance *inst) {
 
 static void object_release(store_object *obj) {
     switch (obj->kind) {
-    case STORE_FUNC: {
-        al_func *f = obj->ptr;
-        free(f->owned_types); /* NULL for wasm functions: their type lives in the module */
-        free(f);
-        break;
-    }
+    case STORE_FUNC: free(obj->ptr); break; /* a host function's types share its block */
     case STORE_TABLE: table_destroy(obj->ptr); break;
     case STORE_MEMORY: memory_destroy(obj->ptr); break;
     case STORE_GLOBAL: free(obj->ptr); break;
@@ -137,12 +132,12 @@ bool store_sig_equal(const al_functype *a, const al_functype *b) {
            (a->nresults == 0 || memcmp(a->results, b->results, a->nresults) == 0);
 }
 
-/* FNV-1a over the counts and the value-type bytes. */
+/* FNV-1a over the value-type bytes, seeded with both counts at once (every
+ * host function of a new store is interned: byte-wise over the counts too
+ * cost more than the rest of the look-up). */
 static uint32_t sig_hash(const al_functype *t) {
-    uint32_t h = 2166136261u;
-    uint32_t counts[2] = {t->nparams, t->nresults};
-    const uint8_t *c = (const uint8_t *)counts;
-    for (size_t i = 0; i < sizeof counts; i++) h = (h ^ c[i]) * 16777619u;
+    uint64_t seed = ((uint64_t)t->nparams << 32 | t->nresults) * 0x9E3779B97F4A7C15ull;
+    uint32_t h = 2166136261u ^ (uint32_t)(seed >> 32);
     for (uint32_t i = 0; i < t->nparams; i++) h = (h ^ t->params[i]) * 16777619u;
     for (uint32_t i = 0; i < t->nresults; i++) h = (h ^ t->results[i]) * 16777619u;
     return h;

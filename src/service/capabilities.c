@@ -88,6 +88,13 @@ static bool tool_name_valid(const char *name) {
     return true;
 }
 
+/* A tool's MCP name, "<capability>_<tool>": it always fits (tool names are
+ * checked to at most 64 characters, capability names to SVC_CAP_NAME_MAX). */
+#define MCP_NAME_MAX (SVC_CAP_NAME_MAX + 70)
+static void mcp_tool_name(const svc_cap *c, const json_t *tool, char out[MCP_NAME_MAX]) {
+    snprintf(out, MCP_NAME_MAX, "%s_%s", c->name, json_string_value(json_object_get(tool, "name")));
+}
+
 static void digest_of(const uint8_t *wasm, size_t len, char out[72]) {
     uint8_t md[32];
     unsigned n = 0;
@@ -267,9 +274,9 @@ static bool clashes(svc_caps *set, const svc_cap *c, const svc_cap *replacing, c
         const json_t *ta, *tb;
         json_array_foreach(c->tools, a, ta) {
             json_array_foreach(o->tools, b, tb) {
-                char x[SVC_CAP_NAME_MAX + 70], y[SVC_CAP_NAME_MAX + 70];
-                snprintf(x, sizeof x, "%s_%s", c->name, json_string_value(json_object_get(ta, "name")));
-                snprintf(y, sizeof y, "%s_%s", o->name, json_string_value(json_object_get(tb, "name")));
+                char x[MCP_NAME_MAX], y[MCP_NAME_MAX];
+                mcp_tool_name(c, ta, x);
+                mcp_tool_name(o, tb, y);
                 if (!strcmp(x, y)) {
                     snprintf(err, errlen, "MCP tool %s is already provided by capability %s", x,
                              o->name);
@@ -382,9 +389,8 @@ json_t *svc_caps_mcp_tools(svc_caps *set) {
         size_t k;
         const json_t *t;
         json_array_foreach(c->tools, k, t) {
-            char name[SVC_CAP_NAME_MAX + 70];
-            snprintf(name, sizeof name, "%s_%s", c->name,
-                     json_string_value(json_object_get(t, "name")));
+            char name[MCP_NAME_MAX];
+            mcp_tool_name(c, t, name);
             const json_t *desc = json_object_get(t, "description");
             json_array_append_new(
                 list, json_pack("{s:s, s:s, s:O, s:{s:b, s:b}}", "name", name, "description",
@@ -407,9 +413,8 @@ json_t *svc_caps_list(svc_caps *set) {
         size_t k;
         const json_t *t;
         json_array_foreach(c->tools, k, t) {
-            char name[SVC_CAP_NAME_MAX + 70];
-            snprintf(name, sizeof name, "%s_%s", c->name,
-                     json_string_value(json_object_get(t, "name")));
+            char name[MCP_NAME_MAX];
+            mcp_tool_name(c, t, name);
             json_array_append_new(tools, json_string(name));
         }
         json_array_append_new(list, json_pack("{s:s, s:s, s:s, s:b, s:o}", "name", c->name,

@@ -211,34 +211,38 @@ static bool pem_label(const uint8_t *d, size_t len, size_t pos, size_t *after) {
            (ends_with(d + pos, n, "PRIVATE KEY") || ends_with(d + pos, n, "PRIVATE KEY BLOCK"));
 }
 
-static void find_private_keys(const uint8_t *d, size_t len, spans *s) {
-    for (size_t pos = 0; (pos = find(d, len, pos, "-----BEGIN ")) < len;) {
+/* The next private-key block at or after from: true with its start and end
+ * (past its END line's closing dashes; len, and *unterminated set, when its
+ * END has not arrived); false when there is none. One scanner for redaction
+ * and for svc_redact_open_block, so a block the stream holds back is exactly
+ * one the redaction would cover. */
+static bool next_private_key(const uint8_t *d, size_t len, size_t from, size_t *start,
+                             size_t *end, bool *unterminated) {
+    for (size_t pos = from; (pos = find(d, len, pos, "-----BEGIN ")) < len; pos++) {
         size_t label_end;
-        if (!pem_label(d, len, pos + 11, &label_end)) {
-            pos += 1;
-            continue;
-        }
-        size_t end = find(d, len, label_end, "-----END ");
-        if (end < len) pem_label(d, len, end + 9, &end);
-        if (!add_span(s, pos, end, "private_key")) return;
-        pos = end;
+        if (!pem_label(d, len, pos + 11, &label_end)) continue;
+        *start = pos;
+        *end = find(d, len, label_end, "-----END ");
+        *unterminated = *end >= len;
+        if (!*unterminated) pem_label(d, len, *end + 9, end);
+        return true;
     }
+    return false;
+}
+
+static void find_private_keys(const uint8_t *d, size_t len, spans *s) {
+    size_t start, end;
+    bool unterminated;
+    for (size_t pos = 0; next_private_key(d, len, pos, &start, &end, &unterminated); pos = end)
+        if (!add_span(s, start, end, "private_key")) return;
 }
 
 size_t svc_redact_open_block(const uint8_t *d, size_t len) {
-    size_t open = len;
-    for (size_t pos = 0; (pos = find(d, len, pos, "-----BEGIN ")) < len;) {
-        size_t label_end;
-        if (!pem_label(d, len, pos + 11, &label_end)) {
-            pos += 1;
-            continue;
-        }
-        size_t end = find(d, len, label_end, "-----END ");
-        if (end >= len) return pos; /* still open: its END has not arrived yet */
-        pem_label(d, len, end + 9, &end);
-        pos = end;
-    }
-    return open;
+    size_t start, end;
+    bool unterminated;
+    for (size_t pos = 0; next_private_key(d, len, pos, &start, &end, &unterminated); pos = end)
+        if (unterminated) return start; /* still open: its END has not arrived yet */
+    return len;
 }
 
 /* ---- AWS ----------------------------------------------------------------------------- */

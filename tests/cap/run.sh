@@ -274,30 +274,31 @@ else
     fail "cap call: plugin option values passed through" "rc=$RC" "$OUT" "$ERR"
 fi
 
+# publish_again NAME RC OUT|ERR WANT ARGS...: `cap publish acme/vowels:1.0 ARGS` again exits
+# RC with WANT in its stdout (OUT) or stderr (ERR); the registry still saw one manifest PUT
+publish_again() {
+    local name=$1 rc=$2 stream=$3 want=$4
+    shift 4
+    run "$AIRLOCK" cap publish acme/vowels:1.0 "$@" --registry "$REG"
+    local got=${!stream}
+    if [[ $RC -eq $rc && $got = *"$want"* && $(put_count main acme/vowels 1.0) -eq 1 ]]; then
+        pass "$name"
+    else
+        fail "$name" "rc=$RC" "$OUT" "$ERR" "PUTs: $(put_count main acme/vowels 1.0)"
+    fi
+}
+
 # publish twice: the same event, nothing pushed again
-run "$AIRLOCK" cap publish acme/vowels:1.0 "$MODULE" --manifest "$T/manifest.json" --registry "$REG"
-if [[ $RC -eq 0 && $OUT = *"duplicate: same digest"* && $(put_count main acme/vowels 1.0) -eq 1 ]]; then
-    pass "publish twice is idempotent (still one PUT)"
-else
-    fail "publish twice is idempotent" "rc=$RC" "$OUT" "$ERR" "PUTs: $(put_count main acme/vowels 1.0)"
-fi
+publish_again "publish twice is idempotent (still one PUT)" 0 OUT "duplicate: same digest" \
+    "$MODULE" --manifest "$T/manifest.json"
 
 # the same tag with another module: refused (tags are immutable)
 cp "$MODULE" "$T/other.wasm"
 printf '\0\4name\1x' >>"$T/other.wasm"   # a custom section: another digest, still a module
-run "$AIRLOCK" cap publish acme/vowels:1.0 "$T/other.wasm" --registry "$REG"
-if [[ $RC -eq 1 && $ERR = *immutable* && $(put_count main acme/vowels 1.0) -eq 1 ]]; then
-    pass "another digest under a published tag is refused"
-else
-    fail "another digest under a published tag is refused" "rc=$RC" "$OUT" "$ERR"
-fi
+publish_again "another digest under a published tag is refused" 1 ERR immutable "$T/other.wasm"
 # ... also when the tag was pushed by someone else (not in this outbox)
-run "$AIRLOCK" cap publish acme/vowels:1.0 "$T/other.wasm" --registry "$REG" --outbox "$T/other-outbox.db"
-if [[ $RC -eq 1 && $ERR = *"already carries another capability"* && $(put_count main acme/vowels 1.0) -eq 1 ]]; then
-    pass "a tag carrying another capability in the registry is never overwritten"
-else
-    fail "a tag carrying another capability is never overwritten" "rc=$RC" "$OUT" "$ERR"
-fi
+publish_again "a tag carrying another capability in the registry is never overwritten" 1 ERR \
+    "already carries another capability" "$T/other.wasm" --outbox "$T/other-outbox.db"
 
 # a composite capability: its DAG, canonicalised, is the layer
 printf '{"nodes": ["urn:airlock:cap:acme/vowels:1.0", "urn:airlock:cap:acme/vowels-plain:1"],\n "edges": [[0, 1]]}\n' >"$T/dag.json"

@@ -21,30 +21,16 @@ set -uo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$ROOT" || exit 2
-A=${AIRLOCK:-build/asan/airlock}
+# shellcheck source=tests/cli/lib/exec-setup.bash
+source tests/cli/lib/exec-setup.bash
 SUBCOMMAND=plugin
 RUN_TIMEOUT=20
-export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
-
-# shellcheck source=tests/cli/lib/report.bash
-source tests/cli/lib/report.bash
-
-TMP=$(mktemp -d)
 SERVER_PID=
 cleanup() {
     [[ -n $SERVER_PID ]] && kill "$SERVER_PID" 2>/dev/null && wait "$SERVER_PID" 2>/dev/null
     rm -rf "$TMP"
 }
 trap cleanup EXIT
-OUT=$TMP/out
-ERR=$TMP/err
-# shellcheck source=tests/cli/lib/expect.bash
-source tests/cli/lib/expect.bash
-
-if [[ ! -x $A ]]; then
-    fail "airlock binary exists" "not found: $A (run make asan)"
-    finish
-fi
 
 # ---- the plugins -------------------------------------------------------------------------
 P=$TMP/plugins

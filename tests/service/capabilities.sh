@@ -22,9 +22,7 @@ set -u
 cd "$(dirname "$0")/../.." || exit 2
 FILTER=${1:-}
 . tests/lib/cases.bash
-
-DAEMON=${AIRLOCK_DAEMON:-build/asan/airlockd}
-CLI=${AIRLOCK_CLI:-$(dirname "$DAEMON")/airlock}
+. tests/service/lib.bash # DAEMON, CLI and the helpers
 REGISTRY_BIN=${REGISTRY_BIN:-/usr/bin/docker-registry}
 for need in "$DAEMON" "$CLI"; do
     if [ ! -x "$need" ]; then
@@ -32,20 +30,8 @@ for need in "$DAEMON" "$CLI"; do
         finish
     fi
 done
-T=$(mktemp -d /tmp/airlock-caps-test.XXXXXX)
-chmod 755 "$T"
-PIDS=()
-cleanup() {
-    local p
-    for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
-    wait 2>/dev/null
-    rm -rf "$T"
-}
-trap cleanup EXIT
+service_tmp airlock-caps-test
 
-free_port() {
-    "$HOST_PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
 TOK=caps-$RANDOM$RANDOM
 H_TOK=$("$DAEMON" hash-token "$TOK")
 
@@ -87,31 +73,7 @@ EOF
     mkdir -p "$dir/cache"
 }
 
-# start NAME DIR: a daemon on DIR's config; $PID; waits for /healthz
-start() {
-    local name=$1 dir=$2 i
-    "$DAEMON" --config "$dir/airlockd.yaml" 2>>"$T/$name.log" &
-    PID=$!
-    PIDS+=("$PID")
-    for i in $(seq 1 300); do
-        curl -s --max-time 2 --unix-socket "$dir/d.sock" -o /dev/null http://x/healthz && return 0
-        kill -0 "$PID" 2>/dev/null || return 1
-        sleep 0.1
-    done
-    return 1
-}
-
-call() {
-    CODE=$(curl -sS --max-time 60 -o "$T/body" -w '%{http_code}' "$@" 2>"$T/curl.err")
-}
-jb() { jq -r "$1" "$T/body" 2>/dev/null; }
-show() { echo "HTTP $CODE: $(head -c 400 "$T/body")"; }
-api() {
-    local m=$1 p=$2
-    shift 2
-    call -X "$m" -H "Authorization: Bearer $TOK" "$@" "$U$p"
-}
-post() { api POST "$1" -H 'Content-Type: application/json' -d "$2"; }
+# start, call, jb, show, api, post: tests/service/lib.bash
 plugin() { post /v1/executions "{\"kind\":\"plugin\",\"capability\":\"$1\",\"function\":\"$2\",\"input\":$3}"; }
 mcp() { # METHOD PARAMS-JSON: one JSON-RPC request in the MCP session $MCP_SID
     api POST /mcp -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' \
@@ -147,17 +109,18 @@ EOF
 manifest_puts() { # LOG NAME TAG: manifest PUTs the registry logged for NAME:TAG
     grep -c "PUT /v2/$2/manifests/$3 " "$1" 2>/dev/null || true
 }
+manifest_resolves() { # NAME TAG: true once the registry on $REG_PORT serves NAME:TAG (20 s at most)
+    local i
+    for i in $(seq 1 100); do
+        curl -sf -o /dev/null -H 'Accept: application/vnd.oci.image.manifest.v1+json' \
+            "http://127.0.0.1:$REG_PORT/v2/$1/manifests/$2" && return 0
+        sleep 0.2
+    done
+    return 1
+}
 
 # ---- daemon 1: capabilities from a directory --------------------------------------------------
-D1=$T/d1
-PORT1=$(free_port)
-config "$D1" "$PORT1"
-U=http://127.0.0.1:$PORT1
-if ! start d1 "$D1"; then
-    fail setup "airlockd did not come up: $(tail -n 5 "$T/d1.log")"
-    finish
-fi
-D1_PID=$PID
+start_daemon1
 
 if want list; then
     api GET /v1/capabilities
@@ -286,11 +249,7 @@ else
             then pass retry/queued_while_registry_down; else fail retry/queued_while_registry_down "$(show)"; fi
             start_registry "$T/reg" "$REG_PORT"
             ok=
-            for _ in $(seq 1 100); do
-                if curl -sf -o /dev/null -H 'Accept: application/vnd.oci.image.manifest.v1+json' \
-                    "http://127.0.0.1:$REG_PORT/v2/tools/later/manifests/2"; then ok=1; break; fi
-                sleep 0.2
-            done
+            manifest_resolves tools/later 2 && ok=1
             sleep 3 # one more retry period: a second push would show now
             puts=$(manifest_puts "$T/reg/registry.log" tools/later 2)
             if [ -n "$ok" ] && [ "$puts" = 1 ]; then pass retry/pushed_once_when_back
@@ -307,11 +266,7 @@ else
             start d2b "$D2"
             D2_PID=$PID
             ok=
-            for _ in $(seq 1 100); do
-                if curl -sf -o /dev/null -H 'Accept: application/vnd.oci.image.manifest.v1+json' \
-                    "http://127.0.0.1:$REG_PORT/v2/tools/survivor/manifests/3"; then ok=1; break; fi
-                sleep 0.2
-            done
+            manifest_resolves tools/survivor 3 && ok=1
             if [ "$queued" = 202 ] && [ -n "$ok" ] &&
                 [ "$(manifest_puts "$T/reg/registry.log" tools/survivor 3)" = 1 ]
             then pass kill9/queued_publication_survives
@@ -322,10 +277,5 @@ else
     fi
 fi
 
-SANITIZER='ERROR: AddressSanitizer|ERROR: LeakSanitizer|runtime error:'
-if cat "$T"/d*.log | grep -Eq "$SANITIZER"; then
-    fail sanitizer "$(cat "$T"/d*.log | grep -E -A 12 "$SANITIZER" | head -n 30)"
-else
-    pass no_sanitizer_report
-fi
+sanitizer_check no_sanitizer_report "$T"/d*.log
 finish

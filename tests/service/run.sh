@@ -20,26 +20,14 @@ set -u
 cd "$(dirname "$0")/../.." || exit 2
 FILTER=${1:-}
 . tests/lib/cases.bash
-
-DAEMON=${AIRLOCK_DAEMON:-build/asan/airlockd}
-CLI=${AIRLOCK_CLI:-$(dirname "$DAEMON")/airlock}
+. tests/service/lib.bash # DAEMON, CLI and the helpers
 if [ ! -x "$DAEMON" ]; then
     echo "FAIL setup: $DAEMON is not built"
     echo "0 passed, 1 failed"
     exit 1
 fi
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}:log_path=stderr
-T=$(mktemp -d /tmp/airlockd-test.XXXXXX)
-chmod 755 "$T"
-PIDS=()
-cleanup() {
-    local p
-    for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
-    [ -n "${WATCHDOG:-}" ] && kill "$WATCHDOG" 2>/dev/null
-    wait 2>/dev/null
-    rm -rf "$T"
-}
-trap cleanup EXIT
+service_tmp airlockd-test
 # the watchdog's sleep must not hold our stdout open once we are done
 watchdog() {
     local main=$1 s
@@ -55,9 +43,6 @@ WATCHDOG=$!
 
 # ---- helpers ---------------------------------------------------------------------------
 
-free_port() {
-    "$HOST_PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
 hash() { "$DAEMON" hash-token "$1"; }
 
 TOK=alpha-$RANDOM$RANDOM
@@ -99,41 +84,9 @@ $extra
 EOF
 }
 
-# start NAME DIR [ARGS...]: start a daemon on DIR's config; its pid in $PID,
-# waits (30 s at most) for /healthz on its socket
-start() {
-    local name=$1 dir=$2
-    shift 2
-    "$DAEMON" --config "$dir/airlockd.yaml" "$@" 2>>"$T/$name.log" &
-    PID=$!
-    PIDS+=("$PID")
-    local i
-    for i in $(seq 1 300); do
-        curl -s --max-time 2 --unix-socket "$dir/d.sock" -o /dev/null http://x/healthz && return 0
-        kill -0 "$PID" 2>/dev/null || return 1
-        sleep 0.1
-    done
-    return 1
-}
-
-# call ARGS...: curl; the status in $CODE, the body in $T/body, headers in $T/headers
-call() {
-    CODE=$(curl -sS --max-time 60 -o "$T/body" -D "$T/headers" -w '%{http_code}' "$@" 2>"$T/curl.err")
-}
-jb() { jq -r "$1" "$T/body" 2>/dev/null; }
-header() { grep -i "^$1:" "$T/headers" | head -n 1 | cut -d: -f2- | tr -d ' \r'; }
-show() { echo "HTTP $CODE: $(head -c 400 "$T/body")"; }
-
+# start, call, jb, header, show, api, post: tests/service/lib.bash
 J=(-H 'Content-Type: application/json')
 A=(-H "Authorization: Bearer $TOK")
-# api METHOD PATH [ARGS...]: an authorised request to daemon 1 over TCP
-api() {
-    local m=$1 p=$2
-    shift 2
-    call -X "$m" "${A[@]}" "$@" "$U$p"
-}
-post() { api POST "$1" "${J[@]}" -d "$2"; }
-
 count_fds() { ls "/proc/$1/fd" 2>/dev/null | wc -l; }
 audit_rows() { # DB STATUS -> JSON array (airlock audit, else sqlite3 through python)
     local out
@@ -166,15 +119,7 @@ spin() { echo "{\"kind\":\"wasm\",\"module_base64\":\"$SPIN_B64\",\"timeout_ms\"
 
 # ---- daemon 1 -------------------------------------------------------------------------------
 
-D1=$T/d1
-PORT1=$(free_port)
-config "$D1" "$PORT1"
-U=http://127.0.0.1:$PORT1
-if ! start d1 "$D1"; then
-    fail setup "airlockd did not come up: $(tail -n 5 "$T/d1.log")"
-    finish
-fi
-D1_PID=$PID
+start_daemon1
 
 call "$U/healthz"
 HAVE_PY=$(jb .python)
@@ -528,6 +473,20 @@ fi
 
 # ---- daemon 3: kill -9, restart, then a drain deadline ----------------------------------------
 
+# sandboxes_left_in_d3 SLEEP_REGEX TRIES PAUSE: the processes (pgrep -af
+# lines) still matching SLEEP_REGEX or a runsc of daemon 3 after waiting up to
+# TRIES x PAUSE seconds for them to go; empty when none is left.
+sandboxes_left_in_d3() {
+    local left= i
+    for i in $(seq 1 "$2"); do
+        left=$(pgrep -af "$1" | grep -v pgrep)
+        left="$left$(pgrep -af "runsc.*$D3" | grep -v pgrep)"
+        [ -z "$left" ] && break
+        sleep "$3"
+    done
+    printf '%s' "$left"
+}
+
 # One long execution per kind the daemon can run (a spinning wasm module, its
 # streamed twin, Python sleeping 60 s, native and gVisor `sleep 60.x`), then
 # SIGTERM with --drain-timeout 1: past the deadline airlockd cancels them, and
@@ -588,13 +547,8 @@ deadline_cancel() {
     running=$(jq 'length' <<<"$(audit_rows "$D3/audit.db" running)")
     [ "$cancelled" = "$n" ] && [ "$running" = 0 ] && pass deadline/audit_cancelled_shutdown ||
         fail deadline/audit_cancelled_shutdown "cancelled/shutdown rows: $cancelled of $n, running: $running"
-    local left=
-    for i in $(seq 1 20); do
-        left=$(pgrep -af 'sleep 60\.(25|5)' | grep -v pgrep)
-        left="$left$(pgrep -af "runsc.*$D3" | grep -v pgrep)"
-        [ -z "$left" ] && break
-        sleep 0.1
-    done
+    local left
+    left=$(sandboxes_left_in_d3 'sleep 60\.(25|5)' 20 0.1)
     [ -z "$left" ] && pass deadline/no_orphan_sandboxes || fail deadline/no_orphan_sandboxes "$left"
 }
 
@@ -623,13 +577,7 @@ if want 'crash|deadline'; then
             aborted=$(jq 'length' <<<"$(audit_rows "$D3/audit.db" aborted)")
             [ "${running:-0}" -ge 1 ] && [ "$aborted" = "$running" ] && pass crash/kill9_marks_aborted ||
                 fail crash/kill9_marks_aborted "running before restart: $running, aborted after: $aborted"
-            orphans=
-            for i in $(seq 1 30); do
-                orphans=$(pgrep -af 'sleep 7\.25|sleep 7\.5' | grep -v pgrep)
-                orphans="$orphans$(pgrep -af "runsc.*$D3" | grep -v pgrep)"
-                [ -z "$orphans" ] && break
-                sleep 0.2
-            done
+            orphans=$(sandboxes_left_in_d3 'sleep 7\.25|sleep 7\.5' 30 0.2)
             [ -z "$orphans" ] && pass crash/no_orphan_sandboxes || fail crash/no_orphan_sandboxes "$orphans"
             # a drain deadline: what still runs is cancelled; every client gets its result
             deadline_cancel
@@ -644,9 +592,7 @@ fi
 # ---- everything ------------------------------------------------------------------------------
 
 if want sanitizer; then
-    reports=$(grep -l -E 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$T"/*.log 2>/dev/null)
-    [ -z "$reports" ] && pass sanitizer/clean_logs ||
-        fail sanitizer/clean_logs "$(for f in $reports; do echo "$f:"; grep -m3 -E 'Sanitizer|runtime error' "$f"; done)"
+    sanitizer_check sanitizer/clean_logs "$T"/*.log
 fi
 if want orphans; then
     sleep 0.3

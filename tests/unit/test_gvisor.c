@@ -52,6 +52,7 @@
 #include <seccomp.h>
 
 #include "airlock.h"
+#include "unit_helpers.h"
 
 static char state_dir[64];
 static bool gvisor_ok;
@@ -80,6 +81,16 @@ static al_result run(const al_policy *p) {
 static al_result run_argv(const char *const *argv) {
     al_policy p = policy_for(argv);
     return run(&p);
+}
+
+/* A warm session of the default policy; each execution brings its own. */
+static al_session *open_idle_session(void) {
+    static const char *const none[] = {"/bin/true", NULL};
+    al_policy p = policy_for(none);
+    al_error err;
+    al_session *s = al_session_open(&p, &err);
+    if (!s) fail_msg("al_session_open: %s", err.message);
+    return s;
 }
 
 #define SKIP_UNLESS_GVISOR()                             \
@@ -201,12 +212,6 @@ static bool has_log_line(const char *text) {
         if (line) line++;
     }
     return strstr(text, "rate_limited.go") != NULL;
-}
-
-static double elapsed_ms(const struct timespec *t0) {
-    struct timespec t1;
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    return (double)(t1.tv_sec - t0->tv_sec) * 1e3 + (double)(t1.tv_nsec - t0->tv_nsec) / 1e6;
 }
 
 static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
@@ -413,40 +418,6 @@ static void test_timeout_kills_everything(void **state) {
 
 /* ---- cancellation ------------------------------------------------------------------ */
 
-/* A thread that raises flag delay_ms after the program printed its first
- * output (on_output sets started), so the flag reaches a program that runs
- * rather than a sandbox still booting (the embedder's side). */
-typedef struct canceller {
-    pthread_t thread;
-    int flag;
-    int started;
-    unsigned delay_ms;
-    struct timespec raised;
-} canceller;
-
-static void note_output(void *ctx, int stream, const uint8_t *data, size_t len) {
-    canceller *c = ctx;
-    __atomic_store_n(&c->started, 1, __ATOMIC_RELEASE);
-}
-
-static void *cancel_later(void *arg) {
-    canceller *c = arg;
-    struct timespec tick = {0, 5000000};
-    for (int i = 0; i < 4000 && !__atomic_load_n(&c->started, __ATOMIC_ACQUIRE); i++)
-        nanosleep(&tick, NULL); /* at most 20 s */
-    struct timespec d = {(time_t)(c->delay_ms / 1000), (long)(c->delay_ms % 1000) * 1000000L};
-    nanosleep(&d, NULL);
-    clock_gettime(CLOCK_MONOTONIC, &c->raised);
-    __atomic_store_n(&c->flag, 1, __ATOMIC_RELEASE);
-    return NULL;
-}
-
-static void canceller_start(canceller *c, unsigned delay_ms) {
-    memset(c, 0, sizeof *c);
-    c->delay_ms = delay_ms;
-    assert_int_equal(pthread_create(&c->thread, NULL, cancel_later, c), 0);
-}
-
 /* The flag raised while the program sleeps: the sandbox is killed and
  * removed like at a timeout, and the result says cancelled, with the
  * reason. */
@@ -456,17 +427,16 @@ static void test_cancel_kills_everything(void **state) {
     static const char *const argv[] = {"sh", "-c", "sleep 100 & echo started; sleep 60", NULL};
     al_policy p = policy_for(argv);
     canceller c;
-    canceller_start(&c, 200);
+    canceller_start_after_output(&c, 200);
     p.cancel = &c.flag;
     p.cancel_reason = "shutdown";
-    p.on_output = note_output;
+    p.on_output = canceller_note_output;
     p.on_output_ctx = &c;
-    struct timespec t0;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    uint64_t t0 = now_ns();
     al_result r = run(&p);
-    double took = elapsed_ms(&t0);
+    double took = ms_since(t0);
     pthread_join(c.thread, NULL);
-    double after = elapsed_ms(&c.raised);
+    double after = ms_since(c.raised_ns);
     print_message("gvisor: returned %.0f ms after the flag was raised (run %.0f ms)\n", after,
                   took);
     assert_int_equal(r.status, AL_STATUS_CANCELLED);
@@ -482,11 +452,7 @@ static void test_cancel_kills_everything(void **state) {
  * its state live on. */
 static void test_session_cancel(void **state) {
     SKIP_UNLESS_GVISOR();
-    static const char *const none[] = {"/bin/true", NULL};
-    al_policy p = policy_for(none);
-    al_error err;
-    al_session *s = al_session_open(&p, &err);
-    assert_non_null(s);
+    al_session *s = open_idle_session();
     static const char *const first[] = {"sh", "-c", "echo kept > /tmp/state", NULL};
     al_policy req = policy_for(first);
     al_result r;
@@ -497,17 +463,16 @@ static void test_session_cancel(void **state) {
     static const char *const slow[] = {"sh", "-c", "sleep 100 & echo started; sleep 60", NULL};
     req = policy_for(slow);
     canceller c;
-    canceller_start(&c, 200);
+    canceller_start_after_output(&c, 200);
     req.cancel = &c.flag;
     req.cancel_reason = "shutdown";
-    req.on_output = note_output;
+    req.on_output = canceller_note_output;
     req.on_output_ctx = &c;
-    struct timespec t0;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    uint64_t t0 = now_ns();
     assert_true(al_session_exec(s, &req, &r));
-    double took = elapsed_ms(&t0);
+    double took = ms_since(t0);
     pthread_join(c.thread, NULL);
-    double after_flag = elapsed_ms(&c.raised);
+    double after_flag = ms_since(c.raised_ns);
     print_message("gvisor session: returned %.0f ms after the flag was raised (exec %.0f ms)\n",
                   after_flag, took);
     assert_int_equal(r.status, AL_STATUS_CANCELLED);
@@ -590,11 +555,7 @@ static al_result session_run(al_session *s, const char *const *argv, uint64_t ti
 
 static void test_session(void **state) {
     SKIP_UNLESS_GVISOR();
-    static const char *const none[] = {"/bin/true", NULL};
-    al_policy p = policy_for(none);
-    al_error err;
-    al_session *s = al_session_open(&p, &err);
-    assert_non_null(s);
+    al_session *s = open_idle_session();
 
     static const char *const first[] = {"sh", "-c", "echo one > /tmp/state; (sleep 300 &)", NULL};
     static const char *const second[] = {"sh", "-c", "cat /tmp/state; echo two >> /tmp/state", NULL};
@@ -846,11 +807,7 @@ static void test_seccomp_filter(void **state) {
  * (gvisor.h): reported here, asserted once a runsc applies it. */
 static void test_session_seccomp(void **state) {
     SKIP_UNLESS_GVISOR();
-    static const char *const none[] = {"/bin/true", NULL};
-    al_policy p = policy_for(none);
-    al_error err;
-    al_session *s = al_session_open(&p, &err);
-    assert_non_null(s);
+    al_session *s = open_idle_session();
     static const char *const modes[] = {
         "sh", "-c", "grep Seccomp: /proc/1/status; grep Seccomp: /proc/$$/status", NULL};
     al_result r = session_run(s, modes, 10000);
@@ -910,11 +867,7 @@ static void test_runsc_logs_not_in_stderr(void **state) {
 
     /* The same inside a session: its sandbox was started by `runsc create`,
      * each execution by `runsc exec`. */
-    static const char *const none[] = {"/bin/true", NULL};
-    al_policy p = policy_for(none);
-    al_error err;
-    al_session *s = al_session_open(&p, &err);
-    assert_non_null(s);
+    al_session *s = open_idle_session();
     for (int i = 0; i < 2; i++) {
         r = session_run(s, raw_socket_argv, 20000);
         assert_only_program_output(&r);
@@ -948,21 +901,16 @@ static void test_exec_leaves_nothing(void **state) {
 
 static void test_session_close_fast_and_complete(void **state) {
     SKIP_UNLESS_GVISOR();
-    static const char *const none[] = {"/bin/true", NULL};
-    al_policy p = policy_for(none);
-    al_error err;
-    al_session *s = al_session_open(&p, &err);
-    assert_non_null(s);
+    al_session *s = open_idle_session();
     /* Something still running at close: a background process of the guest. */
     static const char *const bg[] = {"sh", "-c", "(sleep 300 &); echo started", NULL};
     al_result r = session_run(s, bg, 10000);
     assert_int_equal(r.status, AL_STATUS_OK);
     al_result_free(&r);
     assert_true(runsc_processes() > 0);
-    struct timespec t0;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    uint64_t t0 = now_ns();
     al_session_close(s);
-    double ms = elapsed_ms(&t0);
+    double ms = ms_since(t0);
     print_message("al_session_close: %.1f ms\n", ms);
     /* Measured ~30 ms (it was 1.2-1.9 s); generous for a loaded machine. */
     assert_true(ms < 600);

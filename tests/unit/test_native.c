@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #include "airlock.h"
+#include "unit_helpers.h"
 
 static bool native_ok; /* set by the first test: the host can run the backend */
 
@@ -426,35 +427,6 @@ static void test_grants(void **state) {
 
 /* ---- cancellation ------------------------------------------------------------------ */
 
-static uint64_t now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-/* A thread that raises flag after delay_ms (the embedder's side). */
-typedef struct canceller {
-    pthread_t thread;
-    int flag;
-    unsigned delay_ms;
-    uint64_t raised_ms;
-} canceller;
-
-static void *cancel_later(void *arg) {
-    canceller *c = arg;
-    struct timespec d = {(time_t)(c->delay_ms / 1000), (long)(c->delay_ms % 1000) * 1000000L};
-    nanosleep(&d, NULL);
-    c->raised_ms = now_ms();
-    __atomic_store_n(&c->flag, 1, __ATOMIC_RELEASE);
-    return NULL;
-}
-
-static void canceller_start(canceller *c, unsigned delay_ms) {
-    memset(c, 0, sizeof *c);
-    c->delay_ms = delay_ms;
-    assert_int_equal(pthread_create(&c->thread, NULL, cancel_later, c), 0);
-}
-
 /* What a cancelled native run looks like, and that its tree is gone. */
 static void assert_cancelled(const al_result *r, const canceller *c, uint64_t t0, uint64_t end,
                              const char *marker) {
@@ -464,7 +436,7 @@ static void assert_cancelled(const al_result *r, const canceller *c, uint64_t t0
     assert_int_equal(r->exit_code, 128 + SIGKILL);
     assert_int_equal(r->limits_hit & AL_LIMIT_WALL, 0);
     assert_true(end - t0 < 2000);
-    assert_true(end - c->raised_ms < 1000);
+    assert_true(end - canceller_raised_ms(c) < 1000);
     assert_false(process_running("sleep", marker));
 }
 
@@ -483,7 +455,8 @@ static void test_cancel_kills_tree(void **state) {
     uint64_t end = now_ms();
     pthread_join(c.thread, NULL);
     printf("native: cancelled %llu ms after the flag was raised (wall %llu ms)\n",
-           (unsigned long long)(end - c.raised_ms), (unsigned long long)(r.wall_ns / 1000000u));
+           (unsigned long long)(end - canceller_raised_ms(&c)),
+           (unsigned long long)(r.wall_ns / 1000000u));
     assert_cancelled(&r, &c, t0, end, "987656");
     al_result_free(&r);
 }

@@ -23,6 +23,7 @@
 #include <time.h>
 
 #include "airlock.h"
+#include "unit_helpers.h"
 
 /* ---- modules (wat2wasm output) ------------------------------------------- */
 
@@ -433,12 +434,6 @@ static void test_fuel(void **state) {
     al_result_free(&r);
 }
 
-static uint64_t now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 static void test_timeout(void **state) {
     (void)state;
     al_policy p;
@@ -474,34 +469,10 @@ static void test_timers_do_not_outlive_runs(void **state) {
         al_result_free(&r);
     }
     assert_true(now_ms() - t0 < 5000);
-    struct timespec pause = {0, 20 * 1000000};
-    nanosleep(&pause, NULL);
+    sleep_ms(20);
 }
 
 /* ---- cancellation ------------------------------------------------------------------ */
-
-/* A thread that raises flag after delay_ms (the embedder's side). */
-typedef struct canceller {
-    pthread_t thread;
-    int flag;
-    unsigned delay_ms;
-    uint64_t raised_ms;
-} canceller;
-
-static void *cancel_later(void *arg) {
-    canceller *c = arg;
-    struct timespec d = {(time_t)(c->delay_ms / 1000), (long)(c->delay_ms % 1000) * 1000000L};
-    nanosleep(&d, NULL);
-    c->raised_ms = now_ms();
-    __atomic_store_n(&c->flag, 1, __ATOMIC_RELEASE);
-    return NULL;
-}
-
-static void canceller_start(canceller *c, unsigned delay_ms) {
-    memset(c, 0, sizeof *c);
-    c->delay_ms = delay_ms;
-    assert_int_equal(pthread_create(&c->thread, NULL, cancel_later, c), 0);
-}
 
 /* An infinite loop, no timeout: only the flag can end it. */
 static void test_cancel_spinning_guest(void **state) {
@@ -524,8 +495,8 @@ static void test_cancel_spinning_guest(void **state) {
     assert_true(end - t0 >= 200);
     assert_true(end - t0 < 2000);
     printf("wasm: cancelled %llu ms after the flag was raised\n",
-           (unsigned long long)(end - c.raised_ms));
-    assert_true(end - c.raised_ms < 500);
+           (unsigned long long)(end - canceller_raised_ms(&c)));
+    assert_true(end - canceller_raised_ms(&c) < 500);
     al_result_free(&r);
 }
 

@@ -45,14 +45,9 @@
 #include <unistd.h>
 
 #include "airlock.h"
+#include "unit_helpers.h"
 
 static al_python *py; /* opened once by the group setup; NULL: no python.wasm */
-
-static uint64_t now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /* $AIRLOCK_PYTHON_DIR, else build/python seen from build/<variant>/tests. */
 static bool python_dir(char *out, size_t n) {
@@ -391,29 +386,6 @@ static void expect_cell(al_python_session *s, const char *code, al_status status
 }
 
 /* ---- cancellation ------------------------------------------------------------------ */
-
-/* A thread that raises flag after delay_ms (the embedder's side). */
-typedef struct canceller {
-    pthread_t thread;
-    int flag;
-    unsigned delay_ms;
-    uint64_t raised_ns;
-} canceller;
-
-static void *cancel_later(void *arg) {
-    canceller *c = arg;
-    struct timespec d = {(time_t)(c->delay_ms / 1000), (long)(c->delay_ms % 1000) * 1000000L};
-    nanosleep(&d, NULL);
-    c->raised_ns = now_ns();
-    __atomic_store_n(&c->flag, 1, __ATOMIC_RELEASE);
-    return NULL;
-}
-
-static void canceller_start(canceller *c, unsigned delay_ms) {
-    memset(c, 0, sizeof *c);
-    c->delay_ms = delay_ms;
-    assert_int_equal(pthread_create(&c->thread, NULL, cancel_later, c), 0);
-}
 
 /* A busy loop and a sleep (poll_oneoff, in WASI) under al_python_run. */
 static void test_run_cancelled(void **state) {

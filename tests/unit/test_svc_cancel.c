@@ -40,6 +40,7 @@
 #include <unistd.h>
 
 #include "service.h"
+#include "unit_helpers.h"
 
 /* (module (func (export "_start") (loop $l (br $l)))), base64 */
 #define SPIN_WASM_B64 "AGFzbQEAAAABBAFgAAADAgEABwoBBl9zdGFydAAACgkBBwADQAwACwsACgRuYW1lAgMBAAA="
@@ -57,28 +58,6 @@ typedef struct fixture {
     svc_token alice;
     bool python, native;
 } fixture;
-
-static uint64_t now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-static void sleep_ms(unsigned ms) {
-    struct timespec d = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
-    nanosleep(&d, NULL);
-}
-
-/* build/python (the tests run from the repository root), or
- * $AIRLOCK_PYTHON_DIR; "" when neither holds python.wasm. */
-static void python_dir(char *out, size_t len) {
-    const char *env = getenv("AIRLOCK_PYTHON_DIR");
-    char probe[PATH_MAX];
-    snprintf(probe, sizeof probe, "%s/python.wasm", env ? env : "build/python");
-    char *real = access(probe, R_OK) == 0 ? realpath(env ? env : "build/python", NULL) : NULL;
-    snprintf(out, len, "%s", real ? real : "");
-    free(real);
-}
 
 /* A loopback port nothing listens on right now. */
 static uint16_t free_port(void) {
@@ -100,23 +79,12 @@ static int setup(void **state) {
     snprintf(fx->root, sizeof fx->root, "/tmp/airlock-test-svc-cancel-XXXXXX");
     assert_non_null(mkdtemp(fx->root));
     svc_config *c = &fx->cfg;
-    svc_config_defaults(c);
-    snprintf(c->state_dir, sizeof c->state_dir, "%s/state", fx->root);
-    snprintf(c->audit_db, sizeof c->audit_db, "%s/state/audit.db", fx->root);
-    c->unix_socket[0] = '\0';
+    test_config(c, fx->root);
     snprintf(c->tcp_host, sizeof c->tcp_host, "127.0.0.1");
     c->tcp_port = free_port();
     c->workers = 4;
-    c->queue_max = 4;
-    c->timeout_ms = 20000;
-    c->max_timeout_ms = 60000;
     python_dir(c->python_dir, sizeof c->python_dir);
     if (!c->python_dir[0]) snprintf(c->python_dir, sizeof c->python_dir, "/nonexistent/python");
-    c->tokens = calloc(1, sizeof *c->tokens);
-    assert_non_null(c->tokens);
-    snprintf(c->tokens[0].name, SVC_NAME_MAX, "alice");
-    svc_token_hash("tok-alice", c->tokens[0].sha256);
-    c->ntokens = 1;
     fx->alice = c->tokens[0];
     char err[512] = "";
     fx->s = svc_new(c, err, sizeof err);
@@ -135,11 +103,7 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
     fixture *fx = *state;
-    svc_free(fx->s);
-    svc_config_free(&fx->cfg);
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", fx->root);
-    assert_int_equal(system(cmd), 0);
+    free_service(fx->s, &fx->cfg, fx->root);
     free(fx);
     return 0;
 }
@@ -147,22 +111,7 @@ static int teardown(void **state) {
 /* ---- helpers ------------------------------------------------------------------------- */
 
 static json_t *run_body(fixture *fx, const char *body_text, int *status) {
-    json_error_t jerr;
-    json_t *body = json_loads(body_text, JSON_REJECT_DUPLICATES, &jerr);
-    if (!body) fail_msg("bad test JSON: %s", jerr.text);
-    svc_exec_request req;
-    char err[256];
-    if (!svc_request_parse(body, &req, err, sizeof err)) fail_msg("parse: %s", err);
-    json_decref(body);
-    svc_caller caller = {&fx->alice, "http", NULL, NULL};
-    json_t *out = svc_execute(fx->s, &req, &caller, status);
-    svc_request_free(&req);
-    assert_non_null(out);
-    return out;
-}
-
-static const char *str(const json_t *j, const char *key) {
-    return json_string_value(json_object_get(j, key));
+    return execute_json(fx->s, (svc_caller){&fx->alice, "http", NULL, NULL}, body_text, status);
 }
 
 /* One execution on its own thread. */
@@ -189,26 +138,6 @@ static void runner_start(runner *r, fixture *fx, const char *body) {
     assert_int_equal(pthread_create(&r->thread, NULL, runner_main, r), 0);
 }
 
-/* The audit row with this id. */
-static json_t *audit_row(fixture *fx, int64_t id) {
-    svc_audit_filter f = {.limit = 1000};
-    char err[256] = "";
-    json_t *rows = svc_audit_query(fx->cfg.audit_db, &f, err, sizeof err);
-    if (!rows) fail_msg("audit query: %s", err);
-    size_t i;
-    json_t *row;
-    json_array_foreach(rows, i, row) {
-        if (json_integer_value(json_object_get(row, "id")) == id) {
-            json_incref(row);
-            json_decref(rows);
-            return row;
-        }
-    }
-    json_decref(rows);
-    fail_msg("no audit row %lld", (long long)id);
-    return NULL;
-}
-
 /* Joined; a cancelled result, audited as one, that ended soon after the
  * flag went up at raised_ms. */
 static void assert_cancelled(runner *r, uint64_t raised_ms, const char *what) {
@@ -220,7 +149,7 @@ static void assert_cancelled(runner *r, uint64_t raised_ms, const char *what) {
     printf("%s: answered %llu ms after svc_cancel_all\n", what,
            (unsigned long long)(r->end_ms - raised_ms));
     assert_true(r->end_ms - raised_ms < 2000);
-    json_t *row = audit_row(r->fx, json_integer_value(json_object_get(r->out, "audit_id")));
+    json_t *row = audit_row(r->fx->cfg.audit_db, audit_id(r->out));
     assert_string_equal(str(row, "status"), "cancelled");
     assert_string_equal(str(row, "abort_reason"), "shutdown");
     json_decref(row);

@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "service.h"
+#include "unit_helpers.h"
 
 /* (module
  *   (import "wasi_snapshot_preview1" "fd_read" (func $fd_read (param i32 i32 i32 i32) (result i32)))
@@ -85,29 +86,12 @@ static void make_dir(char out[128], const char *root, const char *name) {
     assert_int_equal(mkdir(out, 0700), 0);
 }
 
-/* build/python beside the tests' working directory (the repository root),
- * or $AIRLOCK_PYTHON_DIR; "" when neither holds python.wasm. */
-static void python_dir(char *out, size_t len) {
-    const char *env = getenv("AIRLOCK_PYTHON_DIR");
-    char probe[PATH_MAX];
-    snprintf(probe, sizeof probe, "%s/python.wasm", env ? env : "build/python");
-    char *real = access(probe, R_OK) == 0 ? realpath(env ? env : "build/python", NULL) : NULL;
-    snprintf(out, len, "%s", real ? real : "");
-    free(real);
-}
-
 /* A config over the defaults: everything under root, no listeners. */
 static void fixture_config(fixture *fx, const char *python) {
     svc_config *c = &fx->cfg;
-    svc_config_defaults(c);
-    snprintf(c->state_dir, sizeof c->state_dir, "%s/state", fx->root);
-    snprintf(c->audit_db, sizeof c->audit_db, "%s/state/audit.db", fx->root);
-    c->unix_socket[0] = '\0';
+    test_config(c, fx->root);
     c->tcp_host[0] = '\0';
     c->workers = 2;
-    c->queue_max = 4;
-    c->timeout_ms = 20000;
-    c->max_timeout_ms = 60000;
     snprintf(c->python_dir, sizeof c->python_dir, "%s", python);
     c->allowed_paths = calloc(2, sizeof *c->allowed_paths);
     assert_non_null(c->allowed_paths);
@@ -115,11 +99,6 @@ static void fixture_config(fixture *fx, const char *python) {
     snprintf(c->allowed_paths[1].path, SVC_PATH_MAX, "%s", fx->ro);
     c->allowed_paths[1].read_only = true;
     c->nallowed_paths = 2;
-    c->tokens = calloc(1, sizeof *c->tokens);
-    assert_non_null(c->tokens);
-    snprintf(c->tokens[0].name, SVC_NAME_MAX, "alice");
-    svc_token_hash("tok-alice", c->tokens[0].sha256);
-    c->ntokens = 1;
     fx->alice = c->tokens[0];
 }
 
@@ -153,11 +132,7 @@ static int setup_no_python(void **state) {
 
 static int teardown(void **state) {
     fixture *fx = *state;
-    svc_free(fx->s);
-    svc_config_free(&fx->cfg);
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", fx->root);
-    assert_int_equal(system(cmd), 0);
+    free_service(fx->s, &fx->cfg, fx->root);
     free(fx);
     return 0;
 }
@@ -183,18 +158,8 @@ static void on_output(void *ctx, int stream, const uint8_t *data, size_t len) {
 /* Run a JSON body as alice; the response (caller frees) and its status. */
 static json_t *run_as(fixture *fx, const svc_token *token, const char *body_text, int *status,
                       stream_log *log) {
-    json_error_t jerr;
-    json_t *body = json_loads(body_text, JSON_REJECT_DUPLICATES, &jerr);
-    if (!body) fail_msg("bad test JSON: %s", jerr.text);
-    svc_exec_request req;
-    char err[256];
-    if (!svc_request_parse(body, &req, err, sizeof err)) fail_msg("parse: %s", err);
-    json_decref(body);
-    svc_caller caller = {token, "http", log ? on_output : NULL, log};
-    json_t *out = svc_execute(fx->s, &req, &caller, status);
-    svc_request_free(&req);
-    assert_non_null(out);
-    return out;
+    return execute_json(fx->s, (svc_caller){token, "http", log ? on_output : NULL, log}, body_text,
+                        status);
 }
 
 static json_t *run(fixture *fx, const char *body_text, int *status) {
@@ -203,10 +168,6 @@ static json_t *run(fixture *fx, const char *body_text, int *status) {
 
 static const char *error_code(const json_t *out) {
     return json_string_value(json_object_get(json_object_get(out, "error"), "code"));
-}
-
-static const char *str(const json_t *out, const char *key) {
-    return json_string_value(json_object_get(out, key));
 }
 
 /* {"kind": "wasm", "module_base64": <cat>, "stdin": stdin, <extra>} */
@@ -232,26 +193,6 @@ static char *cat_body(const char *stdin_text, const char *extra) {
     return body;
 }
 
-/* The audit row with this id. */
-static json_t *audit_row(fixture *fx, int64_t id) {
-    svc_audit_filter f = {.limit = 1000};
-    char err[256] = "";
-    json_t *rows = svc_audit_query(fx->cfg.audit_db, &f, err, sizeof err);
-    if (!rows) fail_msg("audit query: %s", err);
-    size_t i;
-    json_t *row;
-    json_array_foreach(rows, i, row) {
-        if (json_integer_value(json_object_get(row, "id")) == id) {
-            json_incref(row);
-            json_decref(rows);
-            return row;
-        }
-    }
-    json_decref(rows);
-    fail_msg("no audit row %lld", (long long)id);
-    return NULL;
-}
-
 /* ---- tests ------------------------------------------------------------------------------ */
 
 static void test_wasm_bytes(void **state) {
@@ -265,9 +206,9 @@ static void test_wasm_bytes(void **state) {
     assert_string_equal(str(out, "stdout"), "hi\n");
     assert_string_equal(str(out, "backend"), "wasm");
     assert_int_equal(json_integer_value(json_object_get(out, "redactions")), 0);
-    int64_t id = json_integer_value(json_object_get(out, "audit_id"));
+    int64_t id = audit_id(out);
     assert_true(id > 0);
-    json_t *row = audit_row(fx, id);
+    json_t *row = audit_row(fx->cfg.audit_db, id);
     assert_string_equal(str(row, "status"), "ok");
     assert_string_equal(str(row, "token"), "alice");
     assert_string_equal(str(row, "kind"), "wasm");
@@ -343,7 +284,7 @@ static void test_native_echo(void **state) {
         fail_msg("status %s: %s", str(out, "status"), str(out, "error"));
     assert_string_equal(str(out, "stdout"), "hi\n");
     assert_non_null(strstr(str(out, "backend"), "native"));
-    json_t *row = audit_row(fx, json_integer_value(json_object_get(out, "audit_id")));
+    json_t *row = audit_row(fx->cfg.audit_db, audit_id(out));
     assert_string_equal(str(row, "backend"), "native");
     json_decref(row);
     json_decref(out);
@@ -415,7 +356,7 @@ static void test_dirs(void **state) {
     free(cat);
     assert_int_equal(status, 200);
     assert_string_equal(str(out, "stdout"), "y");
-    json_t *row = audit_row(fx, json_integer_value(json_object_get(out, "audit_id")));
+    json_t *row = audit_row(fx->cfg.audit_db, audit_id(out));
     json_t *policy = json_object_get(row, "policy"); /* policy_json, parsed */
     assert_int_equal(json_array_size(json_object_get(policy, "dirs")), 2);
     json_decref(row);
@@ -499,7 +440,7 @@ static void test_redaction(void **state) {
     assert_null(strstr(log.out, AWS_KEY));
     assert_non_null(strstr(log.out, "[REDACTED:"));
     assert_non_null(strstr(log.out, "next line\n"));
-    json_t *row = audit_row(fx, json_integer_value(json_object_get(out, "audit_id")));
+    json_t *row = audit_row(fx->cfg.audit_db, audit_id(out));
     assert_true(json_integer_value(json_object_get(row, "redactions")) >= 1);
     char *kinds = json_dumps(json_object_get(row, "redaction_kinds"), JSON_COMPACT);
     assert_non_null(kinds);
@@ -520,7 +461,7 @@ static void test_audit_policy_has_no_secrets(void **state) {
                       " \"value\": \"header-secret\"}]}}",
                       &status);
     assert_int_equal(status, 200);
-    json_t *row = audit_row(fx, json_integer_value(json_object_get(out, "audit_id")));
+    json_t *row = audit_row(fx->cfg.audit_db, audit_id(out));
     char *policy = json_dumps(json_object_get(row, "policy"), JSON_COMPACT);
     assert_non_null(policy);
     assert_non_null(strstr(policy, "Authorization"));

@@ -1,5 +1,6 @@
 # tests/cli/lib/exec-setup.bash — the common start of the `airlock exec`
-# test scripts (test-exec.sh, test-egress-flags.sh), sourced from the
+# test scripts (test-exec.sh, test-egress-flags.sh; test-plugin.sh too, which
+# then sets its own SUBCOMMAND, RUN_TIMEOUT and EXIT trap), sourced from the
 # repository root: the binary under test ($AIRLOCK, default
 # build/asan/airlock) in $A, the case bookkeeping (report.bash), a private
 # $TMP with $OUT/$ERR, the run-and-expect helpers (expect.bash), and an
