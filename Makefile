@@ -112,7 +112,7 @@ $(eval $(call variant,clang-release,$(RELEASE_FLAGS)))
 # the example plugins (examples/plugins/*.c) and the hostile test plugin, for wasm32
 plugins:
 	examples/plugins/build.sh build/plugins
-	examples/plugins/build.sh build/plugins tests/plugin/hostile.c
+	examples/plugins/build.sh build/plugins tests/plugin/hostile.c tests/plugin/files.c
 
 release: build/release/libairlock.a build/release/libairlock.so build/release/airlock build/release/airlockd
 UNIT_TESTS = $(patsubst tests/unit/%.c,build/$(1)/tests/%,$(UNIT_SRC))

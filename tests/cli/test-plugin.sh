@@ -35,10 +35,10 @@ trap cleanup EXIT
 # ---- the plugins -------------------------------------------------------------------------
 P=$TMP/plugins
 if examples/plugins/build.sh "$P" >"$TMP/build.log" 2>&1 &&
-    examples/plugins/build.sh "$P" tests/plugin/hostile.c >>"$TMP/build.log" 2>&1; then
-    pass "build the example plugins and hostile.c"
+    examples/plugins/build.sh "$P" tests/plugin/hostile.c tests/plugin/files.c >>"$TMP/build.log" 2>&1; then
+    pass "build the example plugins, hostile.c and files.c"
 else
-    fail "build the example plugins and hostile.c" "$(tail -n 20 "$TMP/build.log")"
+    fail "build the example plugins, hostile.c and files.c" "$(tail -n 20 "$TMP/build.log")"
     finish
 fi
 CV=$P/count_vowels.wasm
@@ -166,6 +166,28 @@ printf '{"wasm": [{"path": "hostile.wasm"}], "timeout_ms": 300}' >"$P/hostile.js
 expect "manifest: timeout_ms applies" 72 "" "timed out" -- "$A" plugin call "$P/hostile.json" loop
 expect "manifest: missing manifest file" 1 "" "nothere.json: No such file or directory" -- \
     "$A" plugin call "$P/nothere.json" count_vowels
+
+# ---- WASI files: only the directories granted (--allow-path, manifest allowed_paths) -----------------
+FP=$P/files.wasm
+mkdir -p "$TMP/data"
+echo secret-data >"$TMP/data/a.txt"
+expect "files: a granted file is read" 0 "secret-data" "" -- \
+    "$A" plugin call "$FP" read_file --input /data/a.txt --allow-path "$TMP/data:/data"
+expect "files: no grant, no file" 1 "" "open /data/a.txt: Capabilities insufficient" -- \
+    "$A" plugin call "$FP" read_file --input /data/a.txt
+expect "files: .. cannot leave the grant" 1 "" "Capabilities insufficient" -- \
+    "$A" plugin call "$FP" read_file --input /data/../../etc/passwd --allow-path "$TMP/data:/data"
+expect "files: a read-only grant refuses writes" 1 "" "Read-only file system" -- \
+    "$A" plugin call "$FP" write_file --input $'/data/b.txt\nhello' --allow-path "$TMP/data:/data"
+expect "files: :rw allows writes" 0 "ok" "" -- \
+    "$A" plugin call "$FP" write_file --input $'/data/b.txt\nhello' --allow-path "$TMP/data:/data:rw"
+check "files: the write reached the host directory" \
+    "$([[ $(cat "$TMP/data/b.txt" 2>/dev/null) == hello ]] || echo "b.txt: $(cat "$TMP/data/b.txt" 2>&1)")"
+printf '{"wasm": [{"path": "files.wasm"}], "allowed_paths": {"ro:%s": "/data"}}' "$TMP/data" >"$P/files.json"
+expect "files: manifest allowed_paths with ro: reads" 0 "secret-data" "" -- \
+    "$A" plugin call "$P/files.json" read_file --input /data/a.txt
+expect "files: manifest ro: refuses writes" 1 "" "Read-only file system" -- \
+    "$A" plugin call "$P/files.json" write_file --input $'/data/c.txt\nx'
 
 # ---- hostile plugins: one clear line, the documented status, quickly ------------------------------------------
 # hostile NAME RC STDERR_REGEX [OPTIONS...]
