@@ -651,6 +651,7 @@ void al_capability_free(al_capability *cap);
  * cannot be reached it stays queued and al_publisher_retry pushes it later
  * (with backoff). The same digest published twice is one event. */
 typedef struct al_publisher al_publisher;
+/* db_path's directory is created (0700) when missing. */
 al_publisher *al_publisher_open(const char *db_path, const al_registry *registry,
                                 al_error *err);
 void al_publisher_close(al_publisher *publisher);

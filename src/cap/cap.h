@@ -228,4 +228,7 @@ bool cap_oci_put_manifest(const cap_client *c, const char *name, const char *tag
                           const char *manifest, size_t len, char digest_out[CAP_DIGEST_SIZE],
                           al_error *err);
 
+/* fetch.c: mkdir -p with every new directory 0700 (the cache, the outbox's). */
+bool cap_make_dirs(const char *path);
+
 #endif

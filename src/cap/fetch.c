@@ -45,8 +45,9 @@ static bool cache_path(char *out, size_t outlen, const char *dir, const char *di
     return n >= 0 && (size_t)n < outlen;
 }
 
-/* mkdir -p, each new directory 0700 (the cache may hold private modules). */
-static bool make_dirs(const char *path) {
+/* mkdir -p, each new directory 0700 (the cache may hold private modules,
+ * the outbox unpublished ones). */
+bool cap_make_dirs(const char *path) {
     char tmp[CACHE_PATH_MAX];
     size_t len = strlen(path);
     if (len == 0 || len >= sizeof tmp) return false;
@@ -120,7 +121,7 @@ static bool write_all(int fd, const uint8_t *p, size_t len) {
 static void cache_write(const char *dir, const char *digest, const uint8_t *data, size_t len) {
     char sub[CACHE_PATH_MAX], tmp[CACHE_PATH_MAX], path[CACHE_PATH_MAX];
     int n = snprintf(sub, sizeof sub, "%s/sha256", dir);
-    if (n < 0 || (size_t)n >= sizeof sub || !make_dirs(sub)) return;
+    if (n < 0 || (size_t)n >= sizeof sub || !cap_make_dirs(sub)) return;
     n = snprintf(tmp, sizeof tmp, "%s/.tmp-XXXXXX", sub);
     if (n < 0 || (size_t)n >= sizeof tmp || !cache_path(path, sizeof path, dir, digest)) return;
     int fd = mkostemp(tmp, O_CLOEXEC);

@@ -261,6 +261,17 @@ al_publisher *al_publisher_open(const char *db_path, const al_registry *registry
         return NULL;
     }
     p->claims_fd = -1;
+    char dir[PATH_MAX_LEN];
+    snprintf(dir, sizeof dir, "%s", db_path);
+    char *slash = strrchr(dir, '/');
+    if (slash && slash != dir) {
+        *slash = '\0';
+        if (!cap_make_dirs(dir)) {
+            cap_error(err, AL_ERR_SYSTEM, "outbox directory %s: %s", dir, strerror(errno));
+            free(p);
+            return NULL;
+        }
+    }
     if (!cap_client_init(&p->client, registry, err)) {
         free(p);
         return NULL;

@@ -237,22 +237,7 @@ static void registry_from(const cap_args *a, al_registry *r) {
 
 /* ---- the outbox's path ------------------------------------------------------------------------- */
 
-static bool make_dirs(const char *path) {
-    char tmp[PATH_MAX];
-    size_t len = strlen(path);
-    if (len == 0 || len >= sizeof tmp) return false;
-    memcpy(tmp, path, len + 1);
-    for (size_t i = 1; i <= len; i++) {
-        if (tmp[i] != '/' && tmp[i] != '\0') continue;
-        char saved = tmp[i];
-        tmp[i] = '\0';
-        if (mkdir(tmp, 0700) != 0 && errno != EEXIST) return false;
-        tmp[i] = saved;
-    }
-    return true;
-}
-
-/* The default outbox path into out, its directory created. */
+/* The default outbox path into out (al_publisher_open creates its directory). */
 static bool default_outbox(char *out, size_t outlen) {
     char dir[PATH_MAX];
     const char *state = getenv("AIRLOCK_STATE_DIR");
@@ -264,10 +249,6 @@ static bool default_outbox(char *out, size_t outlen) {
     else if (home && home[0] == '/') n = snprintf(dir, sizeof dir, "%s/.local/state/airlock", home);
     else return false;
     if (n < 0 || (size_t)n >= sizeof dir) return false;
-    if (!make_dirs(dir)) {
-        fprintf(stderr, "airlock cap: cannot create %s: %s\n", dir, strerror(errno));
-        return false;
-    }
     n = snprintf(out, outlen, "%s/outbox.db", dir);
     return n >= 0 && (size_t)n < outlen;
 }
