@@ -434,7 +434,8 @@ static bool define_wasi(al_plugin *p, al_error *err) {
     cfg.on_output_arg = p;
     cfg.output_unbuffered = true;
     p->inst.wasi = wasi_ctx_new(&cfg, err);
-    return p->inst.wasi && wasi_define_imports(p->inst.wasi, p->inst.store, p->inst.imports, err);
+    return p->inst.wasi && wasi_define_imports_for(p->inst.wasi, p->inst.store, p->inst.imports,
+                                                   p->module->module, err);
 }
 
 /* Step 2: the store and the imports (no guest code runs yet). */

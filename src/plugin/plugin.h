@@ -18,7 +18,9 @@
  *   plugin.c    the public API: options, compile/instantiate/free, the
  *               per-plugin watchdog (timeout, cancel), the call and how every
  *               outcome becomes an al_result status.
- *   manifest.c  (another file, not described here) Extism manifests.
+ *   manifest.c  Extism manifests (JSON) -> al_plugin_options and the wasm
+ *               source (data, path, or url with a size cap; SHA-256 checked);
+ *               it uses only airlock.h and the egress rules of src/net.
  *
  * Trust: everything the guest passes (handles, offsets, lengths, JSON) is
  * hostile. Every guest value is checked against the kernel's bounds with

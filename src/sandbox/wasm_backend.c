@@ -248,7 +248,8 @@ static bool make_wasi(run_ctx *rc) {
     al_error err;
     memset(&err, 0, sizeof err);
     rc->wasi = wasi_ctx_new(&cfg, &err);
-    if (rc->wasi && wasi_define_imports(rc->wasi, rc->store, rc->imports, &err)) return true;
+    if (rc->wasi && wasi_define_imports_for(rc->wasi, rc->store, rc->imports, rc->module, &err))
+        return true;
     rc->result->status = AL_STATUS_ERROR;
     rc->result->error = err;
     if (err.kind == AL_OK) rc->result->error.kind = AL_ERR_ARGUMENT;

@@ -380,19 +380,48 @@ static al_func *import_func(wasi_ctx *ctx, al_store *store, const wasi_import *i
     return al_func_new_host(store, &type, imp->fn, ctx);
 }
 
+static bool define_one(wasi_ctx *ctx, al_store *store, al_imports *imports,
+                       const wasi_import *imp, al_error *err) {
+    al_func *f = import_func(ctx, store, imp);
+    al_extern ext = {.kind = AL_EXTERN_FUNC, .of.func = f};
+    if (f && al_imports_define(imports, WASI_MODULE, imp->name, ext)) return true;
+    set_error(err, AL_ERR_NOMEM, "wasi: cannot define %s.%s", WASI_MODULE, imp->name);
+    return false;
+}
+
+static const wasi_import *find_import(const char *name) {
+    for (size_t i = 0; i < sizeof wasi_imports / sizeof wasi_imports[0]; i++)
+        if (!strcmp(wasi_imports[i].name, name)) return &wasi_imports[i];
+    return NULL;
+}
+
 bool wasi_define_imports(wasi_ctx *ctx, al_store *store, al_imports *imports, al_error *err) {
+    return wasi_define_imports_for(ctx, store, imports, NULL, err);
+}
+
+/* Creating a host function costs an allocation and a signature lookup per
+ * store: a module that imports 5 of the 46 gets only those 5 (an import we
+ * do not provide is left to the linker, which names it). */
+bool wasi_define_imports_for(wasi_ctx *ctx, al_store *store, al_imports *imports,
+                             const al_module *module, al_error *err) {
     if (!ctx || !store || !imports) {
         set_error(err, AL_ERR_ARGUMENT, "wasi: define imports: missing context, store or imports");
         return false;
     }
-    for (size_t i = 0; i < sizeof wasi_imports / sizeof wasi_imports[0]; i++) {
-        const wasi_import *imp = &wasi_imports[i];
-        al_func *f = import_func(ctx, store, imp);
-        al_extern ext = {.kind = AL_EXTERN_FUNC, .of.func = f};
-        if (!f || !al_imports_define(imports, WASI_MODULE, imp->name, ext)) {
-            set_error(err, AL_ERR_NOMEM, "wasi: cannot define %s.%s", WASI_MODULE, imp->name);
-            return false;
-        }
+    if (!module) {
+        for (size_t i = 0; i < sizeof wasi_imports / sizeof wasi_imports[0]; i++)
+            if (!define_one(ctx, store, imports, &wasi_imports[i], err)) return false;
+        return true;
+    }
+    uint32_t n = al_module_import_count(module);
+    for (uint32_t i = 0; i < n; i++) {
+        const char *mod = NULL, *name = NULL;
+        al_extern_kind kind;
+        if (!al_module_import(module, i, &mod, &name, &kind) || kind != AL_EXTERN_FUNC || !mod ||
+            !name || strcmp(mod, WASI_MODULE))
+            continue;
+        const wasi_import *imp = find_import(name);
+        if (imp && !define_one(ctx, store, imports, imp, err)) return false;
     }
     return true;
 }

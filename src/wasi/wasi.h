@@ -68,6 +68,9 @@ void wasi_ctx_free(wasi_ctx *ctx);
 /* Define every wasi_snapshot_preview1 function in imports (host functions
  * created in store). */
 bool wasi_define_imports(wasi_ctx *ctx, al_store *store, al_imports *imports, al_error *err);
+/* The same, but only the functions module imports (NULL: all of them). */
+bool wasi_define_imports_for(wasi_ctx *ctx, al_store *store, al_imports *imports,
+                             const al_module *module, al_error *err);
 
 /* After the run. */
 bool wasi_exited(const wasi_ctx *ctx, int *exit_code);   /* proc_exit was called */
