@@ -15,6 +15,7 @@
 #ifndef AIRLOCK_H
 #define AIRLOCK_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -118,6 +119,15 @@ typedef struct al_error {
     bool backtrace_truncated;
     al_frame_info backtrace[AL_BACKTRACE_MAX];
 } al_error;
+
+/* Fill *err: kind, a printf-style message, everything else zeroed (no trap
+ * location, no backtrace). err may be NULL (the caller does not want the
+ * details); the message is truncated to fit and always NUL-terminated.
+ * al_error_vset is the same with a va_list, for wrappers of their own. */
+void al_error_set(al_error *err, al_error_kind kind, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void al_error_vset(al_error *err, al_error_kind kind, const char *fmt, va_list ap)
+    __attribute__((format(printf, 3, 0)));
 
 /* ---- types --------------------------------------------------------------- */
 

@@ -7,8 +7,8 @@
  * Which file holds which concern:
  *   urn.c        the URN grammar (urn:airlock:cap:NAME:TAG and
  *                urn:airlock:cap:NAME@sha256:HEX) and the strict OCI
- *                name / tag / digest / media type grammar; cap_error and
- *                cap_quote. Pure: libc only.
+ *                name / tag / digest / media type grammar;
+ *                cap_quote (errors: al_error_set). Pure: libc only.
  *   manifest.c   OCI image manifests: the strict parser (schemaVersion 2,
  *                one config, exactly one layer) and the builder of the
  *                manifests airlock pushes. Pure: jansson only.
@@ -80,10 +80,6 @@
 #define CAP_URL_MAX 2048
 
 /* ---- urn.c: grammar ------------------------------------------------------------------ */
-
-/* Fill *err (when not NULL) with kind and a formatted message. */
-void cap_error(al_error *err, al_error_kind kind, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
 
 /* A printable, quoted excerpt of hostile bytes for messages: at most ~40
  * bytes, non-printable ones as \xNN, "..." when cut. Never fails. */

@@ -166,21 +166,21 @@ static bool get_manifest(const cap_client *c, const char *cache, const cap_ref *
  * different documents. */
 static bool check_config(const cap_buf *b, al_error *err) {
     if (memchr(b->data, '\0', b->len)) {
-        cap_error(err, AL_ERR_MALFORMED, "capability config contains a NUL byte");
+        al_error_set(err, AL_ERR_MALFORMED, "capability config contains a NUL byte");
         return false;
     }
     json_error_t jerr;
     json_t *root = json_loadb((const char *)b->data, b->len, JSON_REJECT_DUPLICATES, &jerr);
     bool ok = json_is_object(root);
     json_decref(root);
-    if (!ok) cap_error(err, AL_ERR_MALFORMED, "capability config is not a JSON object");
+    if (!ok) al_error_set(err, AL_ERR_MALFORMED, "capability config is not a JSON object");
     return ok;
 }
 
 static bool check_module(const cap_buf *b, al_error *err) {
     static const uint8_t magic[4] = {0, 'a', 's', 'm'};
     if (b->len < 8 || memcmp(b->data, magic, 4) != 0) {
-        cap_error(err, AL_ERR_MALFORMED, "capability layer is not a wasm module (no \\0asm header)");
+        al_error_set(err, AL_ERR_MALFORMED, "capability layer is not a wasm module (no \\0asm header)");
         return false;
     }
     return true;
@@ -196,8 +196,8 @@ static bool fetch(const cap_client *c, const cap_ref *ref, const char *cache, al
     bool ok = get_manifest(c, cache, ref, &mbuf, digest, err) &&
               cap_manifest_parse((const char *)mbuf.data, mbuf.len, &m, err);
     if (ok && m.kind != CAP_LAYER_WASM) {
-        cap_error(err, AL_ERR_UNSUPPORTED,
-                  "%s is a composite capability (a DAG of capabilities), not a module", ref->name);
+        al_error_set(err, AL_ERR_UNSUPPORTED,
+                     "%s is a composite capability (a DAG of capabilities), not a module", ref->name);
         ok = false;
     }
     ok = ok && get_blob(c, cache, ref->name, &m.config, CAP_MAX_CONFIG_BYTES, &cbuf, &config_read,
@@ -208,7 +208,7 @@ static bool fetch(const cap_client *c, const cap_ref *ref, const char *cache, al
          check_module(&wbuf, err);
     char *json = NULL;
     if (ok && !(json = malloc(cbuf.len + 1))) {
-        cap_error(err, AL_ERR_NOMEM, "out of memory");
+        al_error_set(err, AL_ERR_NOMEM, "out of memory");
         ok = false;
     }
     if (ok) {
@@ -233,12 +233,12 @@ static bool fetch(const cap_client *c, const cap_ref *ref, const char *cache, al
 bool al_cap_fetch(const al_registry *registry, const char *urn, al_capability *out,
                   al_error *err) {
     if (!out) {
-        cap_error(err, AL_ERR_ARGUMENT, "al_cap_fetch: no capability to fill");
+        al_error_set(err, AL_ERR_ARGUMENT, "al_cap_fetch: no capability to fill");
         return false;
     }
     memset(out, 0, sizeof *out);
     if (!registry || !urn) {
-        cap_error(err, AL_ERR_ARGUMENT, "al_cap_fetch: no registry or URN");
+        al_error_set(err, AL_ERR_ARGUMENT, "al_cap_fetch: no registry or URN");
         return false;
     }
     cap_ref ref;
@@ -247,7 +247,7 @@ bool al_cap_fetch(const al_registry *registry, const char *urn, al_capability *o
     if (!cap_client_init(&c, registry, err)) return false;
     const char *cache = registry->cache_dir && registry->cache_dir[0] ? registry->cache_dir : NULL;
     if (cache && strlen(cache) > CACHE_PATH_MAX - 128) {
-        cap_error(err, AL_ERR_ARGUMENT, "cache directory path too long");
+        al_error_set(err, AL_ERR_ARGUMENT, "cache directory path too long");
         cap_client_fini(&c);
         return false;
     }

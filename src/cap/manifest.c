@@ -38,11 +38,11 @@ static bool get_string(const json_t *obj, const char *key, bool required, const 
     *out = NULL;
     *len = 0;
     if (!v) {
-        if (required) cap_error(err, AL_ERR_MALFORMED, "manifest: %s has no \"%s\"", where, key);
+        if (required) al_error_set(err, AL_ERR_MALFORMED, "manifest: %s has no \"%s\"", where, key);
         return !required;
     }
     if (!json_is_string(v)) {
-        cap_error(err, AL_ERR_MALFORMED, "manifest: %s \"%s\" is not a string", where, key);
+        al_error_set(err, AL_ERR_MALFORMED, "manifest: %s \"%s\" is not a string", where, key);
         return false;
     }
     *out = json_string_value(v);
@@ -56,14 +56,14 @@ static bool parse_descriptor(const json_t *d, const char *where, cap_descriptor 
     size_t len;
     char q[64];
     if (!json_is_object(d)) {
-        cap_error(err, AL_ERR_MALFORMED, "manifest: %s is not an object", where);
+        al_error_set(err, AL_ERR_MALFORMED, "manifest: %s is not an object", where);
         return false;
     }
     if (!get_string(d, "mediaType", true, &s, &len, where, err)) return false;
     if (!cap_media_type_valid(s, len)) {
         cap_quote(q, sizeof q, s, len);
-        cap_error(err, AL_ERR_MALFORMED, "manifest: %s media type %s is not a media type",
-                  where, q);
+        al_error_set(err, AL_ERR_MALFORMED, "manifest: %s media type %s is not a media type",
+                     where, q);
         return false;
     }
     memcpy(out->media_type, s, len);
@@ -72,8 +72,8 @@ static bool parse_descriptor(const json_t *d, const char *where, cap_descriptor 
     if (!get_string(d, "digest", true, &s, &len, where, err)) return false;
     if (!cap_digest_valid(s, len)) {
         cap_quote(q, sizeof q, s, len);
-        cap_error(err, AL_ERR_MALFORMED,
-                  "manifest: %s digest %s is not sha256:<64 lowercase hex digits>", where, q);
+        al_error_set(err, AL_ERR_MALFORMED,
+                     "manifest: %s digest %s is not sha256:<64 lowercase hex digits>", where, q);
         return false;
     }
     memcpy(out->digest, s, len);
@@ -81,15 +81,15 @@ static bool parse_descriptor(const json_t *d, const char *where, cap_descriptor 
 
     json_t *size = json_object_get(d, "size");
     if (!json_is_integer(size) || json_integer_value(size) < 0) {
-        cap_error(err, AL_ERR_MALFORMED, "manifest: %s size is not a non-negative integer",
-                  where);
+        al_error_set(err, AL_ERR_MALFORMED, "manifest: %s size is not a non-negative integer",
+                     where);
         return false;
     }
     out->size = (uint64_t)json_integer_value(size);
 
     if (json_object_get(d, "urls")) {
-        cap_error(err, AL_ERR_MALFORMED,
-                  "manifest: %s has \"urls\" (foreign locations are never fetched)", where);
+        al_error_set(err, AL_ERR_MALFORMED,
+                     "manifest: %s has \"urls\" (foreign locations are never fetched)", where);
         return false;
     }
     return true;
@@ -115,25 +115,25 @@ static bool check_manifest(const json_t *root, cap_manifest *out, al_error *err)
     size_t len;
     char q[64];
     if (!json_is_object(root)) {
-        cap_error(err, AL_ERR_MALFORMED, "manifest: not a JSON object");
+        al_error_set(err, AL_ERR_MALFORMED, "manifest: not a JSON object");
         return false;
     }
     json_t *version = json_object_get(root, "schemaVersion");
     if (!json_is_integer(version) || json_integer_value(version) != 2) {
-        cap_error(err, AL_ERR_MALFORMED, "manifest: schemaVersion is not 2");
+        al_error_set(err, AL_ERR_MALFORMED, "manifest: schemaVersion is not 2");
         return false;
     }
     if (!get_string(root, "mediaType", true, &s, &len, "the manifest", err)) return false;
     if (len != strlen(CAP_MEDIA_MANIFEST) || memcmp(s, CAP_MEDIA_MANIFEST, len) != 0) {
         cap_quote(q, sizeof q, s, len);
-        cap_error(err, AL_ERR_MALFORMED, "manifest: media type %s is not %s", q,
-                  CAP_MEDIA_MANIFEST);
+        al_error_set(err, AL_ERR_MALFORMED, "manifest: media type %s is not %s", q,
+                     CAP_MEDIA_MANIFEST);
         return false;
     }
     if (!get_string(root, "artifactType", false, &s, &len, "the manifest", err)) return false;
     if (s) {
         if (!cap_media_type_valid(s, len)) {
-            cap_error(err, AL_ERR_MALFORMED, "manifest: artifactType is not a media type");
+            al_error_set(err, AL_ERR_MALFORMED, "manifest: artifactType is not a media type");
             return false;
         }
         memcpy(out->artifact_type, s, len);
@@ -143,20 +143,20 @@ static bool check_manifest(const json_t *root, cap_manifest *out, al_error *err)
     if (!parse_descriptor(json_object_get(root, "config"), "config", &out->config, err))
         return false;
     if (strcmp(out->config.media_type, CAP_MEDIA_CONFIG) != 0) {
-        cap_error(err, AL_ERR_MALFORMED,
-                  "manifest: config media type \"%s\" is not %s (not an airlock capability)",
-                  out->config.media_type, CAP_MEDIA_CONFIG);
+        al_error_set(err, AL_ERR_MALFORMED,
+                     "manifest: config media type \"%s\" is not %s (not an airlock capability)",
+                     out->config.media_type, CAP_MEDIA_CONFIG);
         return false;
     }
 
     json_t *layers = json_object_get(root, "layers");
     if (!json_is_array(layers)) {
-        cap_error(err, AL_ERR_MALFORMED, "manifest: layers is not an array");
+        al_error_set(err, AL_ERR_MALFORMED, "manifest: layers is not an array");
         return false;
     }
     if (json_array_size(layers) != 1) {
-        cap_error(err, AL_ERR_MALFORMED, "manifest: %zu layers, a capability has exactly one",
-                  json_array_size(layers));
+        al_error_set(err, AL_ERR_MALFORMED, "manifest: %zu layers, a capability has exactly one",
+                     json_array_size(layers));
         return false;
     }
     if (!parse_descriptor(json_array_get(layers, 0), "layer", &out->layer, err)) return false;
@@ -165,14 +165,14 @@ static bool check_manifest(const json_t *root, cap_manifest *out, al_error *err)
     } else if (!strcmp(out->layer.media_type, CAP_MEDIA_DAG)) {
         out->kind = CAP_LAYER_DAG;
     } else {
-        cap_error(err, AL_ERR_MALFORMED, "manifest: layer media type \"%s\" is not %s",
-                  out->layer.media_type, CAP_MEDIA_WASM);
+        al_error_set(err, AL_ERR_MALFORMED, "manifest: layer media type \"%s\" is not %s",
+                     out->layer.media_type, CAP_MEDIA_WASM);
         return false;
     }
 
     json_t *ann = json_object_get(root, "annotations");
     if (ann && !json_is_object(ann)) {
-        cap_error(err, AL_ERR_MALFORMED, "manifest: annotations is not an object");
+        al_error_set(err, AL_ERR_MALFORMED, "manifest: annotations is not an object");
         return false;
     }
     if (ann) {
@@ -185,12 +185,12 @@ static bool check_manifest(const json_t *root, cap_manifest *out, al_error *err)
 bool cap_manifest_parse(const char *json, size_t len, cap_manifest *out, al_error *err) {
     memset(out, 0, sizeof *out);
     if (!json || len == 0) {
-        cap_error(err, AL_ERR_MALFORMED, "manifest: empty");
+        al_error_set(err, AL_ERR_MALFORMED, "manifest: empty");
         return false;
     }
     if (len > CAP_MAX_MANIFEST_BYTES) {
-        cap_error(err, AL_ERR_LIMIT, "manifest: %zu bytes, more than the %zu allowed", len,
-                  CAP_MAX_MANIFEST_BYTES);
+        al_error_set(err, AL_ERR_LIMIT, "manifest: %zu bytes, more than the %zu allowed", len,
+                     CAP_MAX_MANIFEST_BYTES);
         return false;
     }
     json_error_t jerr;
@@ -198,7 +198,7 @@ bool cap_manifest_parse(const char *json, size_t len, cap_manifest *out, al_erro
     if (!root) {
         char q[64];
         cap_quote(q, sizeof q, jerr.text, strlen(jerr.text));
-        cap_error(err, AL_ERR_MALFORMED, "manifest: not JSON (%s at byte %d)", q, jerr.position);
+        al_error_set(err, AL_ERR_MALFORMED, "manifest: not JSON (%s at byte %d)", q, jerr.position);
         return false;
     }
     bool ok = check_manifest(root, out, err);
@@ -215,7 +215,7 @@ static json_t *descriptor_json(const cap_descriptor *d) {
 char *cap_manifest_build(const cap_manifest_spec *spec, size_t *len, al_error *err) {
     *len = 0;
     if (spec->config.size > (uint64_t)INT64_MAX || spec->layer.size > (uint64_t)INT64_MAX) {
-        cap_error(err, AL_ERR_ARGUMENT, "manifest: size out of range");
+        al_error_set(err, AL_ERR_ARGUMENT, "manifest: size out of range");
         return NULL;
     }
     json_t *config = descriptor_json(&spec->config);
@@ -236,7 +236,7 @@ char *cap_manifest_build(const cap_manifest_spec *spec, size_t *len, al_error *e
     char *out = root ? json_dumps(root, JSON_SORT_KEYS | JSON_COMPACT) : NULL;
     json_decref(root);
     if (!out) {
-        cap_error(err, AL_ERR_NOMEM, "manifest: out of memory building the OCI manifest");
+        al_error_set(err, AL_ERR_NOMEM, "manifest: out of memory building the OCI manifest");
         return NULL;
     }
     *len = strlen(out);

@@ -133,7 +133,7 @@ void cap_client_fini(cap_client *c) {
 bool cap_client_init(cap_client *c, const al_registry *r, al_error *err) {
     memset(c, 0, sizeof *c);
     if (!r || !r->url || !r->url[0]) {
-        cap_error(err, AL_ERR_ARGUMENT, "no registry URL given");
+        al_error_set(err, AL_ERR_ARGUMENT, "no registry URL given");
         return false;
     }
     const char *url = r->url;
@@ -147,16 +147,16 @@ bool cap_client_init(cap_client *c, const al_registry *r, al_error *err) {
     } else if (!strncmp(url, "http://", 7)) {
         skip = 7;
     } else {
-        cap_error(err, AL_ERR_ARGUMENT, "registry URL %s is not http:// or https://", q);
+        al_error_set(err, AL_ERR_ARGUMENT, "registry URL %s is not http:// or https://", q);
         return false;
     }
     size_t end = len;
     if (end > skip && url[end - 1] == '/') end--;
     if (end >= 256 || !authority_valid(url + skip, end - skip)) {
-        cap_error(err, AL_ERR_ARGUMENT,
-                  "registry URL %s must be http(s)://HOST[:PORT] (no user, path, query or "
-                  "fragment)",
-                  q);
+        al_error_set(err, AL_ERR_ARGUMENT,
+                     "registry URL %s must be http(s)://HOST[:PORT] (no user, path, query or "
+                     "fragment)",
+                     q);
         return false;
     }
     memcpy(c->base, url, end);
@@ -168,8 +168,8 @@ bool cap_client_init(cap_client *c, const al_registry *r, al_error *err) {
     if (r->auth_token) {
         size_t tlen = strlen(r->auth_token);
         if (tlen == 0 || tlen > MAX_TOKEN) {
-            cap_error(err, AL_ERR_ARGUMENT, "registry token is empty or longer than %d bytes",
-                      MAX_TOKEN);
+            al_error_set(err, AL_ERR_ARGUMENT, "registry token is empty or longer than %d bytes",
+                         MAX_TOKEN);
             cap_client_fini(c);
             return false;
         }
@@ -177,8 +177,8 @@ bool cap_client_init(cap_client *c, const al_registry *r, al_error *err) {
         for (size_t i = 0; i < tlen; i++) {
             unsigned char ch = (unsigned char)r->auth_token[i];
             if (ch <= 0x20 || ch >= 0x7f) {
-                cap_error(err, AL_ERR_ARGUMENT,
-                          "registry token contains a space or a non-printable byte");
+                al_error_set(err, AL_ERR_ARGUMENT,
+                             "registry token contains a space or a non-printable byte");
                 cap_client_fini(c);
                 return false;
             }
@@ -191,7 +191,7 @@ bool cap_client_init(cap_client *c, const al_registry *r, al_error *err) {
     return true;
 nomem:
     cap_client_fini(c);
-    cap_error(err, AL_ERR_NOMEM, "out of memory");
+    al_error_set(err, AL_ERR_NOMEM, "out of memory");
     return false;
 }
 
@@ -385,7 +385,7 @@ static bool body_digest(http_call *h, char out[CAP_DIGEST_SIZE], al_error *err) 
     unsigned char md[32];
     unsigned int mdlen = 0;
     if (!EVP_DigestFinal_ex(h->md, md, &mdlen) || mdlen != 32) {
-        cap_error(err, AL_ERR_SYSTEM, "SHA-256 failed");
+        al_error_set(err, AL_ERR_SYSTEM, "SHA-256 failed");
         return false;
     }
     hex_digest(md, out);
@@ -396,7 +396,7 @@ static bool body_digest(http_call *h, char out[CAP_DIGEST_SIZE], al_error *err) 
  * it); the caller owns it, h no longer does. */
 static bool take_body(http_call *h, cap_buf *out, al_error *err) {
     if (!h->data.data && !buf_reserve(&h->data, 1, 1)) {
-        cap_error(err, AL_ERR_NOMEM, "out of memory");
+        al_error_set(err, AL_ERR_NOMEM, "out of memory");
         return false;
     }
     *out = h->data;
@@ -410,13 +410,13 @@ static bool take_body(http_call *h, cap_buf *out, al_error *err) {
 static bool http_run(const cap_client *c, http_call *h, bool hash, al_error *err) {
     pthread_once(&curl_once, curl_init_once);
     if (curl_init_result != CURLE_OK) {
-        cap_error(err, AL_ERR_SYSTEM, "libcurl initialisation failed");
+        al_error_set(err, AL_ERR_SYSTEM, "libcurl initialisation failed");
         return false;
     }
     if (hash) {
         h->md = EVP_MD_CTX_new();
         if (!h->md || !EVP_DigestInit_ex(h->md, EVP_sha256(), NULL)) {
-            cap_error(err, AL_ERR_NOMEM, "out of memory (SHA-256 context)");
+            al_error_set(err, AL_ERR_NOMEM, "out of memory (SHA-256 context)");
             return false;
         }
     }
@@ -436,7 +436,7 @@ static bool http_run(const cap_client *c, http_call *h, bool hash, al_error *err
     if (!ok) {
         curl_slist_free_all(headers);
         if (curl) curl_easy_cleanup(curl);
-        cap_error(err, AL_ERR_NOMEM, "out of memory (HTTP request)");
+        al_error_set(err, AL_ERR_NOMEM, "out of memory (HTTP request)");
         return false;
     }
     char errbuf[CURL_ERROR_SIZE] = "";
@@ -471,17 +471,17 @@ static bool http_run(const cap_client *c, http_call *h, bool hash, al_error *err
     curl_easy_cleanup(curl);
 
     if (h->nomem) {
-        cap_error(err, AL_ERR_NOMEM, "out of memory reading %s", h->path);
+        al_error_set(err, AL_ERR_NOMEM, "out of memory reading %s", h->path);
         return false;
     }
     if (h->confused) {
-        cap_error(err, AL_ERR_INVALID, "registry sent a second response after a body on %s %s",
-                  h->method, h->path);
+        al_error_set(err, AL_ERR_INVALID, "registry sent a second response after a body on %s %s",
+                     h->method, h->path);
         return false;
     }
     if (res == CURLE_OK || h->announced_too_big || h->too_big || h->error_body_cut) return true;
-    cap_error(err, AL_ERR_SYSTEM, "registry %s unreachable (%s %s): %s", c->base, h->method,
-              h->path, errbuf[0] ? errbuf : curl_easy_strerror(res));
+    al_error_set(err, AL_ERR_SYSTEM, "registry %s unreachable (%s %s): %s", c->base, h->method,
+                 h->path, errbuf[0] ? errbuf : curl_easy_strerror(res));
     return false;
 }
 
@@ -509,8 +509,8 @@ static void status_error(const cap_client *c, const http_call *h, al_error *err)
     const char *hint = "";
     if (h->status == 401) hint = " (authentication required: set a token)";
     if (h->status == 403) hint = " (access denied)";
-    cap_error(err, AL_ERR_SYSTEM, "registry %s answered %ld to %s %s%s%s", c->base, h->status,
-              h->method, h->path, hint, detail);
+    al_error_set(err, AL_ERR_SYSTEM, "registry %s answered %ld to %s %s%s%s", c->base, h->status,
+                 h->method, h->path, hint, detail);
 }
 
 /* ---- manifests ------------------------------------------------------------------------------------ */
@@ -524,19 +524,19 @@ bool cap_oci_get_manifest(const cap_client *c, const char *name, const char *ref
     h.accept = CAP_MEDIA_MANIFEST;
     h.max_body = CAP_MAX_MANIFEST_BYTES;
     if (!set_request_url(&h, c, "/v2/%s/manifests/%s", name, ref)) {
-        cap_error(err, AL_ERR_ARGUMENT, "registry URL too long");
+        al_error_set(err, AL_ERR_ARGUMENT, "registry URL too long");
         return false;
     }
     if (!http_run(c, &h, true, err)) goto fail;
     if (h.announced_too_big || h.too_big) {
-        cap_error(err, AL_ERR_LIMIT,
-                  "manifest %s:%s is larger than %zu bytes: refused after %llu bytes read", name,
-                  ref, CAP_MAX_MANIFEST_BYTES, (unsigned long long)h.received);
+        al_error_set(err, AL_ERR_LIMIT,
+                     "manifest %s:%s is larger than %zu bytes: refused after %llu bytes read", name,
+                     ref, CAP_MAX_MANIFEST_BYTES, (unsigned long long)h.received);
         goto fail;
     }
     if (h.status == 404) {
-        cap_error(err, AL_ERR_ARGUMENT, "no such capability: %s%s%s in registry %s", name,
-                  cap_digest_valid(ref, strlen(ref)) ? "@" : ":", ref, c->base);
+        al_error_set(err, AL_ERR_ARGUMENT, "no such capability: %s%s%s in registry %s", name,
+                     cap_digest_valid(ref, strlen(ref)) ? "@" : ":", ref, c->base);
         goto fail;
     }
     if (h.status != 200 || h.error_body_cut) {
@@ -545,15 +545,15 @@ bool cap_oci_get_manifest(const cap_client *c, const char *name, const char *ref
     }
     if (!body_digest(&h, digest, err)) goto fail;
     if (cap_digest_valid(ref, strlen(ref)) && strcmp(ref, digest) != 0) {
-        cap_error(err, AL_ERR_INVALID,
-                  "manifest digest mismatch: asked for %s, the registry's bytes hash to %s", ref,
-                  digest);
+        al_error_set(err, AL_ERR_INVALID,
+                     "manifest digest mismatch: asked for %s, the registry's bytes hash to %s", ref,
+                     digest);
         goto fail;
     }
     if (h.docker_digest[0] && strcmp(h.docker_digest, digest) != 0) {
-        cap_error(err, AL_ERR_INVALID,
-                  "manifest digest mismatch: the registry says %s, its bytes hash to %s",
-                  h.docker_digest, digest);
+        al_error_set(err, AL_ERR_INVALID,
+                     "manifest digest mismatch: the registry says %s, its bytes hash to %s",
+                     h.docker_digest, digest);
         goto fail;
     }
     if (!take_body(&h, out, err)) goto fail;
@@ -573,7 +573,7 @@ bool cap_oci_head_manifest(const cap_client *c, const char *name, const char *ta
     http_init(&h, "HEAD");
     h.accept = CAP_MEDIA_MANIFEST;
     if (!set_request_url(&h, c, "/v2/%s/manifests/%s", name, tag)) {
-        cap_error(err, AL_ERR_ARGUMENT, "registry URL too long");
+        al_error_set(err, AL_ERR_ARGUMENT, "registry URL too long");
         return false;
     }
     bool ok = http_run(c, &h, false, err);
@@ -598,7 +598,7 @@ bool cap_oci_put_manifest(const cap_client *c, const char *name, const char *tag
     h.body = (const uint8_t *)manifest;
     h.body_len = len;
     if (!set_request_url(&h, c, "/v2/%s/manifests/%s", name, tag)) {
-        cap_error(err, AL_ERR_ARGUMENT, "registry URL too long");
+        al_error_set(err, AL_ERR_ARGUMENT, "registry URL too long");
         return false;
     }
     bool ok = http_run(c, &h, false, err);
@@ -619,10 +619,10 @@ bool cap_oci_get_blob(const cap_client *c, const char *name, const cap_descripto
     memset(out, 0, sizeof *out);
     *bytes_read = 0;
     if (d->size > max) {
-        cap_error(err, AL_ERR_LIMIT,
-                  "blob %s declares %llu bytes, more than the limit of %zu: refused before "
-                  "reading (0 bytes read)",
-                  d->digest, (unsigned long long)d->size, max);
+        al_error_set(err, AL_ERR_LIMIT,
+                     "blob %s declares %llu bytes, more than the limit of %zu: refused before "
+                     "reading (0 bytes read)",
+                     d->digest, (unsigned long long)d->size, max);
         return false;
     }
     http_init(&h, "GET");
@@ -630,33 +630,33 @@ bool cap_oci_get_blob(const cap_client *c, const char *name, const cap_descripto
     /* the descriptor's size is at most max: data beyond it is already wrong */
     h.max_body = (size_t)d->size;
     if (!set_request_url(&h, c, "/v2/%s/blobs/%s", name, d->digest)) {
-        cap_error(err, AL_ERR_ARGUMENT, "registry URL too long");
+        al_error_set(err, AL_ERR_ARGUMENT, "registry URL too long");
         return false;
     }
     bool ok = http_run(c, &h, true, err);
     *bytes_read = h.received;
     if (!ok) goto fail;
     if (h.announced_too_big) {
-        cap_error(err, h.content_length > (int64_t)max ? AL_ERR_LIMIT : AL_ERR_INVALID,
-                  "blob %s: the registry announces %lld bytes, more than %s %llu: refused "
-                  "before the body (%llu bytes read)",
-                  d->digest, (long long)h.content_length,
-                  h.content_length > (int64_t)max ? "the limit of" : "the descriptor's",
-                  (unsigned long long)(h.content_length > (int64_t)max ? max : d->size),
-                  (unsigned long long)h.received);
+        al_error_set(err, h.content_length > (int64_t)max ? AL_ERR_LIMIT : AL_ERR_INVALID,
+                     "blob %s: the registry announces %lld bytes, more than %s %llu: refused "
+                     "before the body (%llu bytes read)",
+                     d->digest, (long long)h.content_length,
+                     h.content_length > (int64_t)max ? "the limit of" : "the descriptor's",
+                     (unsigned long long)(h.content_length > (int64_t)max ? max : d->size),
+                     (unsigned long long)h.received);
         goto fail;
     }
     if (h.too_big) {
         bool limit = d->size >= max;
-        cap_error(err, limit ? AL_ERR_LIMIT : AL_ERR_INVALID,
-                  "blob %s: more than %s %llu bytes arrived: transfer aborted after %llu bytes "
-                  "read",
-                  d->digest, limit ? "the limit of" : "the descriptor's",
-                  (unsigned long long)d->size, (unsigned long long)h.received);
+        al_error_set(err, limit ? AL_ERR_LIMIT : AL_ERR_INVALID,
+                     "blob %s: more than %s %llu bytes arrived: transfer aborted after %llu bytes "
+                     "read",
+                     d->digest, limit ? "the limit of" : "the descriptor's",
+                     (unsigned long long)d->size, (unsigned long long)h.received);
         goto fail;
     }
     if (h.status == 404) {
-        cap_error(err, AL_ERR_INVALID, "blob %s is missing from %s/%s", d->digest, c->base, name);
+        al_error_set(err, AL_ERR_INVALID, "blob %s is missing from %s/%s", d->digest, c->base, name);
         goto fail;
     }
     if (h.status != 200 || h.error_body_cut) {
@@ -664,15 +664,15 @@ bool cap_oci_get_blob(const cap_client *c, const char *name, const cap_descripto
         goto fail;
     }
     if (h.data.len != d->size) {
-        cap_error(err, AL_ERR_INVALID, "blob %s: %zu bytes arrived, its descriptor says %llu",
-                  d->digest, h.data.len, (unsigned long long)d->size);
+        al_error_set(err, AL_ERR_INVALID, "blob %s: %zu bytes arrived, its descriptor says %llu",
+                     d->digest, h.data.len, (unsigned long long)d->size);
         goto fail;
     }
     char got[CAP_DIGEST_SIZE];
     if (!body_digest(&h, got, err)) goto fail;
     if (strcmp(got, d->digest) != 0) {
-        cap_error(err, AL_ERR_INVALID, "digest mismatch: blob %s hashes to %s (%zu bytes)",
-                  d->digest, got, h.data.len);
+        al_error_set(err, AL_ERR_INVALID, "digest mismatch: blob %s hashes to %s (%zu bytes)",
+                     d->digest, got, h.data.len);
         goto fail;
     }
     if (!take_body(&h, out, err)) goto fail;
@@ -690,7 +690,7 @@ static bool blob_exists(const cap_client *c, const char *name, const char *diges
     *exists = false;
     http_init(&h, "HEAD");
     if (!set_request_url(&h, c, "/v2/%s/blobs/%s", name, digest)) {
-        cap_error(err, AL_ERR_ARGUMENT, "registry URL too long");
+        al_error_set(err, AL_ERR_ARGUMENT, "registry URL too long");
         return false;
     }
     bool ok = http_run(c, &h, false, err);
@@ -713,12 +713,12 @@ static bool upload_url(const cap_client *c, const http_call *post, const char *d
     char q[64];
     cap_quote(q, sizeof q, loc, strlen(loc));
     if (post->location_bad || !loc[0]) {
-        cap_error(err, AL_ERR_INVALID, "registry %s started an upload without a usable Location",
-                  c->base);
+        al_error_set(err, AL_ERR_INVALID, "registry %s started an upload without a usable Location",
+                     c->base);
         return false;
     }
     if (strchr(loc, '#')) {
-        cap_error(err, AL_ERR_INVALID, "upload location %s has a fragment", q);
+        al_error_set(err, AL_ERR_INVALID, "upload location %s has a fragment", q);
         return false;
     }
     const char *sep = strchr(loc, '?') ? "&" : "?";
@@ -728,12 +728,12 @@ static bool upload_url(const cap_client *c, const http_call *post, const char *d
     } else if (!strncmp(loc, c->base, c->origin_len) && loc[c->origin_len] == '/') {
         n = snprintf(put->url, sizeof put->url, "%s%sdigest=%s", loc, sep, digest);
     } else {
-        cap_error(err, AL_ERR_INVALID, "upload location %s is not on the registry's origin %s",
-                  q, c->base);
+        al_error_set(err, AL_ERR_INVALID, "upload location %s is not on the registry's origin %s",
+                     q, c->base);
         return false;
     }
     if (n < 0 || (size_t)n >= sizeof put->url) {
-        cap_error(err, AL_ERR_INVALID, "upload location %s is too long", q);
+        al_error_set(err, AL_ERR_INVALID, "upload location %s is too long", q);
         return false;
     }
     put->path = put->url + c->origin_len;
@@ -750,7 +750,7 @@ bool cap_oci_push_blob(const cap_client *c, const char *name, const char *digest
     http_init(&post, "POST");
     http_init(&put, "PUT");
     bool ok = set_request_url(&post, c, "/v2/%s/blobs/uploads/", name);
-    if (!ok) cap_error(err, AL_ERR_ARGUMENT, "registry URL too long");
+    if (!ok) al_error_set(err, AL_ERR_ARGUMENT, "registry URL too long");
     ok = ok && http_run(c, &post, false, err);
     if (ok && (post.status != 202 || post.error_body_cut)) {
         status_error(c, &post, err);
@@ -768,8 +768,8 @@ bool cap_oci_push_blob(const cap_client *c, const char *name, const char *digest
         ok = false;
     }
     if (ok && put.docker_digest[0] && strcmp(put.docker_digest, digest) != 0) {
-        cap_error(err, AL_ERR_INVALID, "registry stored blob %s as %s", digest,
-                  put.docker_digest);
+        al_error_set(err, AL_ERR_INVALID, "registry stored blob %s as %s", digest,
+                     put.docker_digest);
         ok = false;
     }
     http_fini(&post);

@@ -149,13 +149,13 @@ static int64_t backoff_ms(int64_t attempts) {
 }
 
 static void db_error(al_error *err, sqlite3 *db, const char *what) {
-    cap_error(err, AL_ERR_SYSTEM, "outbox: %s: %s", what, db ? sqlite3_errmsg(db) : "no database");
+    al_error_set(err, AL_ERR_SYSTEM, "outbox: %s: %s", what, db ? sqlite3_errmsg(db) : "no database");
 }
 
 static bool exec_sql(sqlite3 *db, const char *sql, al_error *err) {
     char *msg = NULL;
     if (sqlite3_exec(db, sql, NULL, NULL, &msg) == SQLITE_OK) return true;
-    cap_error(err, AL_ERR_SYSTEM, "outbox: %s: %s", sql, msg ? msg : sqlite3_errmsg(db));
+    al_error_set(err, AL_ERR_SYSTEM, "outbox: %s: %s", sql, msg ? msg : sqlite3_errmsg(db));
     sqlite3_free(msg);
     return false;
 }
@@ -224,8 +224,8 @@ static bool init_schema(sqlite3 *db, al_error *err) {
     if (version == 0) {
         ok = exec_sql(db, schema_sql, err);
     } else if (version != SCHEMA_VERSION) {
-        cap_error(err, AL_ERR_UNSUPPORTED, "outbox: schema version %d, this airlock knows %d",
-                  version, SCHEMA_VERSION);
+        al_error_set(err, AL_ERR_UNSUPPORTED, "outbox: schema version %d, this airlock knows %d",
+                     version, SCHEMA_VERSION);
         ok = false;
     }
     if (ok) return exec_sql(db, "COMMIT", err);
@@ -252,12 +252,12 @@ static bool configure_db(sqlite3 *db, al_error *err) {
 
 al_publisher *al_publisher_open(const char *db_path, const al_registry *registry, al_error *err) {
     if (!db_path || !db_path[0] || strlen(db_path) > PATH_MAX_LEN - 16) {
-        cap_error(err, AL_ERR_ARGUMENT, "al_publisher_open: no (or too long a) database path");
+        al_error_set(err, AL_ERR_ARGUMENT, "al_publisher_open: no (or too long a) database path");
         return NULL;
     }
     al_publisher *p = calloc(1, sizeof *p);
     if (!p) {
-        cap_error(err, AL_ERR_NOMEM, "out of memory");
+        al_error_set(err, AL_ERR_NOMEM, "out of memory");
         return NULL;
     }
     p->claims_fd = -1;
@@ -267,7 +267,7 @@ al_publisher *al_publisher_open(const char *db_path, const al_registry *registry
     if (slash && slash != dir) {
         *slash = '\0';
         if (!cap_make_dirs(dir)) {
-            cap_error(err, AL_ERR_SYSTEM, "outbox directory %s: %s", dir, strerror(errno));
+            al_error_set(err, AL_ERR_SYSTEM, "outbox directory %s: %s", dir, strerror(errno));
             free(p);
             return NULL;
         }
@@ -280,8 +280,8 @@ al_publisher *al_publisher_open(const char *db_path, const al_registry *registry
     snprintf(claims, sizeof claims, "%s-claims", db_path);
     int fd = open_private(db_path);
     if (fd < 0 || (p->claims_fd = open_private(claims)) < 0) {
-        cap_error(err, AL_ERR_SYSTEM, "outbox %s: %s", fd < 0 ? db_path : claims,
-                  strerror(errno));
+        al_error_set(err, AL_ERR_SYSTEM, "outbox %s: %s", fd < 0 ? db_path : claims,
+                     strerror(errno));
         if (fd >= 0) close(fd);
         al_publisher_close(p);
         return NULL;
@@ -369,7 +369,7 @@ static bool load_row(sqlite3 *db, int64_t id, event_row *r, bool *found, al_erro
     if (rc == SQLITE_ROW) {
         *found = true;
         ok = read_row(st, r);
-        if (!ok) cap_error(err, AL_ERR_SYSTEM, "outbox: event %lld is unreadable", (long long)id);
+        if (!ok) al_error_set(err, AL_ERR_SYSTEM, "outbox: event %lld is unreadable", (long long)id);
     } else if (!ok) {
         db_error(err, db, "read event");
     }
@@ -400,10 +400,10 @@ static push_result compare_existing(const cap_client *c, const event_row *r,
         memcpy(manifest_digest, digest, CAP_DIGEST_SIZE);
         return PUSH_DONE;
     }
-    cap_error(err, AL_ERR_ARGUMENT,
-              "%s:%s already carries another capability in %s (manifest %s); tags are "
-              "immutable: publish a new version",
-              r->name, r->version, c->base, digest);
+    al_error_set(err, AL_ERR_ARGUMENT,
+                 "%s:%s already carries another capability in %s (manifest %s); tags are "
+                 "immutable: publish a new version",
+                 r->name, r->version, c->base, digest);
     return PUSH_CONFLICT;
 }
 
@@ -418,7 +418,7 @@ static push_result push_event(const cap_client *c, const event_row *r,
     spec.layer.size = r->payload_len;
     memcpy(spec.layer.digest, r->digest, sizeof r->digest);
     if (!cap_sha256_digest(r->config, r->config_len, spec.config.digest)) {
-        cap_error(err, AL_ERR_SYSTEM, "SHA-256 failed");
+        al_error_set(err, AL_ERR_SYSTEM, "SHA-256 failed");
         return PUSH_FAILED;
     }
     spec.name = r->name;
@@ -433,7 +433,7 @@ static push_result push_event(const cap_client *c, const event_row *r,
     push_result res = PUSH_FAILED;
     bool exists;
     if (!cap_sha256_digest((const uint8_t *)manifest, mlen, ours)) {
-        cap_error(err, AL_ERR_SYSTEM, "SHA-256 failed");
+        al_error_set(err, AL_ERR_SYSTEM, "SHA-256 failed");
     } else if (!cap_oci_head_manifest(c, r->name, r->version, &exists, theirs, err)) {
         /* unreachable or refused: stays pending */
     } else if (exists && !strcmp(theirs, ours)) {
@@ -446,7 +446,7 @@ static push_result push_event(const cap_client *c, const event_row *r,
                cap_oci_push_blob(c, r->name, r->digest, r->payload, r->payload_len, err) &&
                cap_oci_put_manifest(c, r->name, r->version, manifest, mlen, theirs, err)) {
         if (theirs[0] && strcmp(theirs, ours) != 0) {
-            cap_error(err, AL_ERR_INVALID, "registry stored manifest %s as %s", ours, theirs);
+            al_error_set(err, AL_ERR_INVALID, "registry stored manifest %s as %s", ours, theirs);
         } else {
             memcpy(manifest_digest, ours, sizeof ours);
             res = PUSH_DONE;
@@ -561,14 +561,14 @@ static bool push_one(al_publisher *p, int64_t id, push_outcome *outcome, al_erro
 static json_t *load_object(const char *json, size_t max, const char *what, al_error *err) {
     size_t len = strnlen(json, max + 1);
     if (len > max) {
-        cap_error(err, AL_ERR_LIMIT, "%s is larger than %zu bytes", what, max);
+        al_error_set(err, AL_ERR_LIMIT, "%s is larger than %zu bytes", what, max);
         return NULL;
     }
     json_error_t jerr;
     json_t *root = json_loadb(json, len, JSON_REJECT_DUPLICATES, &jerr);
     if (!json_is_object(root)) {
-        cap_error(err, AL_ERR_ARGUMENT, "%s is not a JSON object%s%s", what,
-                  root ? "" : ": ", root ? "" : jerr.text);
+        al_error_set(err, AL_ERR_ARGUMENT, "%s is not a JSON object%s%s", what,
+                     root ? "" : ": ", root ? "" : jerr.text);
         json_decref(root);
         return NULL;
     }
@@ -582,12 +582,12 @@ static bool make_payload(const al_publisher *p, const al_publish_request *rq, ui
     static const uint8_t magic[4] = {0, 'a', 's', 'm'};
     *owned = NULL;
     if ((rq->wasm != NULL) == (rq->dag_json != NULL)) {
-        cap_error(err, AL_ERR_ARGUMENT, "publish: give exactly one of a module and a DAG");
+        al_error_set(err, AL_ERR_ARGUMENT, "publish: give exactly one of a module and a DAG");
         return false;
     }
     if (rq->wasm) {
         if (rq->wasm_len < 8 || memcmp(rq->wasm, magic, 4) != 0) {
-            cap_error(err, AL_ERR_ARGUMENT, "publish: not a wasm module (no \\0asm header)");
+            al_error_set(err, AL_ERR_ARGUMENT, "publish: not a wasm module (no \\0asm header)");
             return false;
         }
         *payload = rq->wasm;
@@ -598,7 +598,7 @@ static bool make_payload(const al_publisher *p, const al_publish_request *rq, ui
         char *canon = json_dumps(dag, JSON_SORT_KEYS | JSON_COMPACT);
         json_decref(dag);
         if (!canon) {
-            cap_error(err, AL_ERR_NOMEM, "out of memory");
+            al_error_set(err, AL_ERR_NOMEM, "out of memory");
             return false;
         }
         *owned = (uint8_t *)canon;
@@ -606,9 +606,9 @@ static bool make_payload(const al_publisher *p, const al_publish_request *rq, ui
         *len = strlen(canon);
     }
     if (*len > p->client.max_blob_bytes) {
-        cap_error(err, AL_ERR_LIMIT,
-                  "publish: %zu bytes, more than the %zu a fetch accepts (max_blob_bytes)", *len,
-                  p->client.max_blob_bytes);
+        al_error_set(err, AL_ERR_LIMIT,
+                     "publish: %zu bytes, more than the %zu a fetch accepts (max_blob_bytes)", *len,
+                     p->client.max_blob_bytes);
         free(*owned);
         *owned = NULL;
         return false;
@@ -632,7 +632,7 @@ static bool insert_event(sqlite3 *db, const cap_client *c, const new_event *e, i
     char event[40], created[40];
     int64_t now = now_ms();
     if (!random_event_id(event)) {
-        cap_error(err, AL_ERR_SYSTEM, "getrandom: %s", strerror(errno));
+        al_error_set(err, AL_ERR_SYSTEM, "getrandom: %s", strerror(errno));
         return false;
     }
     rfc3339(now, created);
@@ -693,17 +693,17 @@ static bool store_event(al_publisher *p, const new_event *e, int64_t *id, bool *
         int config_len = sqlite3_column_bytes(st, 2);
         *id = sqlite3_column_int64(st, 0);
         if (!col_text(st, 1, digest, sizeof digest) || strcmp(digest, e->digest) != 0) {
-            cap_error(err, AL_ERR_ARGUMENT,
-                      "%s:%s was already published with %s; tags are immutable: publish a new "
-                      "version",
-                      e->name, e->version, digest);
+            al_error_set(err, AL_ERR_ARGUMENT,
+                         "%s:%s was already published with %s; tags are immutable: publish a new "
+                         "version",
+                         e->name, e->version, digest);
             ok = false;
         } else if ((size_t)config_len != e->config_len ||
                    (config_len && memcmp(config, e->config, e->config_len) != 0)) {
-            cap_error(err, AL_ERR_ARGUMENT,
-                      "%s:%s was already published with the same module but another manifest; "
-                      "publish a new version",
-                      e->name, e->version);
+            al_error_set(err, AL_ERR_ARGUMENT,
+                         "%s:%s was already published with the same module but another manifest; "
+                         "publish a new version",
+                         e->name, e->version);
             ok = false;
         } else {
             *duplicate = true;
@@ -734,14 +734,14 @@ static bool check_request(const al_publish_request *rq, al_error *err) {
     if (!rq->name || !cap_name_valid(rq->name, strlen(rq->name))) {
         char q[64];
         cap_quote(q, sizeof q, rq->name ? rq->name : "", rq->name ? strlen(rq->name) : 0);
-        cap_error(err, AL_ERR_ARGUMENT, "publish: %s is not a valid capability name", q);
+        al_error_set(err, AL_ERR_ARGUMENT, "publish: %s is not a valid capability name", q);
         return false;
     }
     if (!rq->version || !cap_tag_valid(rq->version, strlen(rq->version))) {
         char q[64];
         cap_quote(q, sizeof q, rq->version ? rq->version : "",
                   rq->version ? strlen(rq->version) : 0);
-        cap_error(err, AL_ERR_ARGUMENT, "publish: %s is not a valid version (an OCI tag)", q);
+        al_error_set(err, AL_ERR_ARGUMENT, "publish: %s is not a valid version (an OCI tag)", q);
         return false;
     }
     return true;
@@ -750,7 +750,7 @@ static bool check_request(const al_publish_request *rq, al_error *err) {
 bool al_publish(al_publisher *p, const al_publish_request *rq, al_publish_receipt *rc,
                 al_error *err) {
     if (!p || !rq || !rc) {
-        cap_error(err, AL_ERR_ARGUMENT, "al_publish: missing argument");
+        al_error_set(err, AL_ERR_ARGUMENT, "al_publish: missing argument");
         return false;
     }
     memset(rc, 0, sizeof *rc);
@@ -768,7 +768,7 @@ bool al_publish(al_publisher *p, const al_publish_request *rq, al_publish_receip
     e.config_len = strlen(e.config);
     if (!make_payload(p, rq, &owned, &e.payload, &e.payload_len, err)) return false;
     bool ok = cap_sha256_digest(e.payload, e.payload_len, e.digest);
-    if (!ok) cap_error(err, AL_ERR_SYSTEM, "SHA-256 failed");
+    if (!ok) al_error_set(err, AL_ERR_SYSTEM, "SHA-256 failed");
     int64_t id = 0;
     bool duplicate = false;
     ok = ok && store_event(p, &e, &id, &duplicate, err);
@@ -792,7 +792,7 @@ bool al_publish(al_publisher *p, const al_publish_request *rq, al_publish_receip
                  "another publisher is pushing this event now");
     if (outcome == OUT_CONFLICT || (!rc->pushed && outcome == OUT_SETTLED)) {
         /* OUT_SETTLED and not pushed: a conflict recorded earlier */
-        cap_error(err, AL_ERR_ARGUMENT, "%s", rc->last_error);
+        al_error_set(err, AL_ERR_ARGUMENT, "%s", rc->last_error);
         return false;
     }
     if (err) memset(err, 0, sizeof *err);
@@ -824,7 +824,7 @@ static bool due_events(al_publisher *p, bool force, int64_t **ids, size_t *n, al
             size_t ncap = cap ? cap * 2 : 16;
             int64_t *grown = realloc(*ids, ncap * sizeof **ids);
             if (!grown) {
-                cap_error(err, AL_ERR_NOMEM, "out of memory");
+                al_error_set(err, AL_ERR_NOMEM, "out of memory");
                 ok = false;
                 break;
             }
@@ -869,7 +869,7 @@ bool al_publisher_retry(al_publisher *p, bool force, unsigned *pushed, unsigned 
     if (pushed) *pushed = 0;
     if (pending) *pending = 0;
     if (!p) {
-        cap_error(err, AL_ERR_ARGUMENT, "al_publisher_retry: no publisher");
+        al_error_set(err, AL_ERR_ARGUMENT, "al_publisher_retry: no publisher");
         return false;
     }
     int64_t *ids;

@@ -1,8 +1,7 @@
 /*
  * urn.c — the grammar of capability references: URNs
  * (urn:airlock:cap:NAME:TAG, urn:airlock:cap:NAME@sha256:HEX) and the OCI
- * distribution spec's name, tag and digest rules; media types (RFC 6838);
- * the error helper shared by src/cap/.
+ * distribution spec's name, tag and digest rules; media types (RFC 6838).
  *
  * Invariants:
  * - Pure and total: every function takes a length, reads exactly that many
@@ -19,16 +18,6 @@
 #include <string.h>
 
 #include "cap.h"
-
-void cap_error(al_error *err, al_error_kind kind, const char *fmt, ...) {
-    if (!err) return;
-    memset(err, 0, sizeof *err);
-    err->kind = kind;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err->message, sizeof err->message, fmt, ap);
-    va_end(ap);
-}
 
 void cap_quote(char *out, size_t outlen, const char *s, size_t len) {
     if (outlen == 0) return;
@@ -138,22 +127,22 @@ bool cap_urn_parse(const char *urn, size_t len, cap_ref *out, al_error *err) {
     char q[64];
     memset(out, 0, sizeof *out);
     if (!urn) {
-        cap_error(err, AL_ERR_ARGUMENT, "no capability URN given");
+        al_error_set(err, AL_ERR_ARGUMENT, "no capability URN given");
         return false;
     }
     cap_quote(q, sizeof q, urn, len);
     if (memchr(urn, '\0', len)) {
-        cap_error(err, AL_ERR_ARGUMENT, "capability URN %s contains a NUL byte", q);
+        al_error_set(err, AL_ERR_ARGUMENT, "capability URN %s contains a NUL byte", q);
         return false;
     }
     if (len > CAP_URN_MAX) {
-        cap_error(err, AL_ERR_ARGUMENT, "capability URN %s is longer than %zu bytes", q,
-                  (size_t)CAP_URN_MAX);
+        al_error_set(err, AL_ERR_ARGUMENT, "capability URN %s is longer than %zu bytes", q,
+                     (size_t)CAP_URN_MAX);
         return false;
     }
     if (len < plen || memcmp(urn, CAP_URN_PREFIX, plen) != 0) {
-        cap_error(err, AL_ERR_ARGUMENT, "capability URN %s does not start with \"%s\"", q,
-                  CAP_URN_PREFIX);
+        al_error_set(err, AL_ERR_ARGUMENT, "capability URN %s does not start with \"%s\"", q,
+                     CAP_URN_PREFIX);
         return false;
     }
     const char *rest = urn + plen;
@@ -163,21 +152,21 @@ bool cap_urn_parse(const char *urn, size_t len, cap_ref *out, al_error *err) {
     /* NAME has neither '@' nor ':', so the first of them ends it. */
     const char *sep = at && (!colon || at < colon) ? at : colon;
     if (!sep) {
-        cap_error(err, AL_ERR_ARGUMENT,
-                  "capability URN %s names no version: expected NAME:VERSION or "
-                  "NAME@sha256:HEX",
-                  q);
+        al_error_set(err, AL_ERR_ARGUMENT,
+                     "capability URN %s names no version: expected NAME:VERSION or "
+                     "NAME@sha256:HEX",
+                     q);
         return false;
     }
     size_t name_len = (size_t)(sep - rest);
     if (!cap_name_valid(rest, name_len)) {
         char qn[64];
         cap_quote(qn, sizeof qn, rest, name_len);
-        cap_error(err, AL_ERR_ARGUMENT,
-                  "capability name %s is not a valid OCI repository name (lowercase "
-                  "[a-z0-9] components joined by '.', '_', '__' or '-', separated by '/', "
-                  "at most %d characters)",
-                  qn, CAP_NAME_MAX);
+        al_error_set(err, AL_ERR_ARGUMENT,
+                     "capability name %s is not a valid OCI repository name (lowercase "
+                     "[a-z0-9] components joined by '.', '_', '__' or '-', separated by '/', "
+                     "at most %d characters)",
+                     qn, CAP_NAME_MAX);
         return false;
     }
     memcpy(out->name, rest, name_len);
@@ -187,19 +176,19 @@ bool cap_urn_parse(const char *urn, size_t len, cap_ref *out, al_error *err) {
     cap_quote(qr, sizeof qr, ref, ref_len);
     if (*sep == '@') {
         if (!cap_digest_valid(ref, ref_len)) {
-            cap_error(err, AL_ERR_ARGUMENT,
-                      "capability digest %s is not sha256: followed by 64 lowercase hex digits",
-                      qr);
+            al_error_set(err, AL_ERR_ARGUMENT,
+                         "capability digest %s is not sha256: followed by 64 lowercase hex digits",
+                         qr);
             memset(out, 0, sizeof *out);
             return false;
         }
         memcpy(out->digest, ref, ref_len);
     } else {
         if (!cap_tag_valid(ref, ref_len)) {
-            cap_error(err, AL_ERR_ARGUMENT,
-                      "capability version %s is not a valid OCI tag ([A-Za-z0-9_] then "
-                      "[A-Za-z0-9._-], at most %d characters; a digest is written NAME@sha256:HEX)",
-                      qr, CAP_TAG_MAX);
+            al_error_set(err, AL_ERR_ARGUMENT,
+                         "capability version %s is not a valid OCI tag ([A-Za-z0-9_] then "
+                         "[A-Za-z0-9._-], at most %d characters; a digest is written NAME@sha256:HEX)",
+                         qr, CAP_TAG_MAX);
             memset(out, 0, sizeof *out);
             return false;
         }

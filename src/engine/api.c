@@ -124,13 +124,13 @@ al_func *al_func_new_host(al_store *store, const al_functype *type, al_host_fn f
 
 al_global *al_global_new(al_store *store, al_value value, bool is_mutable, al_error *err) {
     if (!store || !wasm_is_valtype((uint8_t)value.type)) {
-        wasm_error_set(err, AL_ERR_ARGUMENT, "invalid global type");
+        al_error_set(err, AL_ERR_ARGUMENT, "invalid global type");
         return NULL;
     }
     al_global *g = calloc(1, sizeof *g);
     if (!g || !store_track(store, STORE_GLOBAL, g)) {
         free(g);
-        wasm_error_set(err, AL_ERR_NOMEM, "out of memory");
+        al_error_set(err, AL_ERR_NOMEM, "out of memory");
         return NULL;
     }
     g->type.type = (uint8_t)value.type;
@@ -149,23 +149,23 @@ al_value al_global_get(const al_global *global) {
 static bool check_call(const al_func *func, const al_value *args, uint32_t nargs,
                        const al_value *results, uint32_t nresults, al_error *err) {
     if (!func) {
-        wasm_error_set(err, AL_ERR_ARGUMENT, "al_call: NULL function");
+        al_error_set(err, AL_ERR_ARGUMENT, "al_call: NULL function");
         return false;
     }
     const al_functype *t = &func->type;
     if (nargs != t->nparams || nresults != t->nresults) {
-        wasm_error_set(err, AL_ERR_ARGUMENT,
-                       "al_call: the function takes %u arguments and %u results, not %u and %u",
-                       t->nparams, t->nresults, nargs, nresults);
+        al_error_set(err, AL_ERR_ARGUMENT,
+                     "al_call: the function takes %u arguments and %u results, not %u and %u",
+                     t->nparams, t->nresults, nargs, nresults);
         return false;
     }
     if ((nargs && !args) || (nresults && !results)) {
-        wasm_error_set(err, AL_ERR_ARGUMENT, "al_call: NULL argument or result array");
+        al_error_set(err, AL_ERR_ARGUMENT, "al_call: NULL argument or result array");
         return false;
     }
     for (uint32_t i = 0; i < nargs; i++) {
         if ((uint8_t)args[i].type != t->params[i]) {
-            wasm_error_set(err, AL_ERR_ARGUMENT, "al_call: argument %u has the wrong type", i);
+            al_error_set(err, AL_ERR_ARGUMENT, "al_call: argument %u has the wrong type", i);
             return false;
         }
     }
@@ -173,7 +173,7 @@ static bool check_call(const al_func *func, const al_value *args, uint32_t nargs
 }
 
 static bool call_trapped(al_error *err, al_trap_kind kind) {
-    wasm_error_set(err, AL_ERR_TRAP, "%s", al_trap_message(kind));
+    al_error_set(err, AL_ERR_TRAP, "%s", al_trap_message(kind));
     if (err) {
         err->trap = kind;
         err->func_index = UINT32_MAX; /* a host function, not a wasm one */
@@ -197,7 +197,7 @@ static bool call_wasm(al_store *store, al_func *func, const al_value *args, al_v
     size_t n = t->nparams > t->nresults ? t->nparams : t->nresults;
     slot_t *slots = calloc(n ? n : 1, sizeof *slots);
     if (!slots) {
-        wasm_error_set(err, AL_ERR_NOMEM, "out of memory");
+        al_error_set(err, AL_ERR_NOMEM, "out of memory");
         return false;
     }
     for (uint32_t i = 0; i < t->nparams; i++) slots[i] = value_to_slot(args[i]);
@@ -212,7 +212,7 @@ static bool call_wasm(al_store *store, al_func *func, const al_value *args, al_v
 bool al_call(al_store *store, al_func *func, const al_value *args, uint32_t nargs,
              al_value *results, uint32_t nresults, al_error *err) {
     if (!store) {
-        wasm_error_set(err, AL_ERR_ARGUMENT, "al_call: NULL store");
+        al_error_set(err, AL_ERR_ARGUMENT, "al_call: NULL store");
         return false;
     }
     if (!check_call(func, args, nargs, results, nresults, err)) return false;

@@ -101,8 +101,8 @@ typedef struct compiler {
 
 static bool fail(compiler *c, al_error_kind kind, const char *reason) {
     if (!c->failed)
-        wasm_error_set(c->err, kind, "function %u at offset 0x%x: %s", c->func_index,
-                       c->cur_offset, reason);
+        al_error_set(c->err, kind, "function %u at offset 0x%x: %s", c->func_index,
+                     c->cur_offset, reason);
     c->failed = true;
     return false;
 }

@@ -71,7 +71,7 @@ typedef struct decoder {
 /* ---- errors ------------------------------------------------------------- */
 
 static bool fail_kind(decoder *d, al_error_kind kind, uint32_t offset, const char *reason) {
-    wasm_error_set(d->err, kind, "section %s at offset 0x%x: %s", d->section, offset, reason);
+    al_error_set(d->err, kind, "section %s at offset 0x%x: %s", d->section, offset, reason);
     return false;
 }
 

@@ -120,7 +120,7 @@ static inline bool host_invoke(al_func *f, slot_t *slots, al_instance *caller_in
     al_caller caller = {caller_inst};
     al_trap_kind trap = f->host_fn(f->host_env, &caller, args, res);
     if (trap != AL_TRAP_NONE) {
-        wasm_error_set(err, AL_ERR_TRAP, "%s", al_trap_message(trap));
+        al_error_set(err, AL_ERR_TRAP, "%s", al_trap_message(trap));
         err->trap = trap;
         return false;
     }
@@ -149,7 +149,7 @@ static bool call_host(al_store *store, al_func *f, slot_t *slots, al_instance *c
     al_value *args = malloc((f->type.nparams + 1ull) * sizeof *args);
     al_value *res = malloc((f->type.nresults + 1ull) * sizeof *res);
     bool ok = args && res && host_invoke(f, slots, caller_inst, args, res, err);
-    if (!args || !res) wasm_error_set(err, AL_ERR_NOMEM, "out of memory calling a host function");
+    if (!args || !res) al_error_set(err, AL_ERR_NOMEM, "out of memory calling a host function");
     free(args);
     free(res);
     return ok;
@@ -181,7 +181,7 @@ static void describe_frame(al_frame_info *out, const al_instance *inst,
 static void set_trap(al_error *err, al_trap_kind kind, const struct exec_stack *st,
                      const al_instance *inst, const struct compiled_func *fn, const cell *ip) {
     if (kind != AL_TRAP_HOST || err->kind != AL_ERR_TRAP) {
-        wasm_error_set(err, AL_ERR_TRAP, "%s", al_trap_message(kind));
+        al_error_set(err, AL_ERR_TRAP, "%s", al_trap_message(kind));
         err->trap = kind;
     }
     if (!fn) return;
@@ -636,19 +636,19 @@ bool exec_invoke(al_store *store, al_func *func, slot_t *slots, al_error *err) {
     if (func->is_host) return call_host(store, func, slots, NULL, err);
     struct exec_stack *st = stack_for(store);
     if (!st) {
-        wasm_error_set(err, AL_ERR_NOMEM, "out of memory for the value stack");
+        al_error_set(err, AL_ERR_NOMEM, "out of memory for the value stack");
         return false;
     }
     slot_t *base = st->top;
     uint32_t np = func->type.nparams, nr = func->type.nresults;
     uint32_t entry_frames = st->nframes;
     if ((size_t)(st->end - base) < (size_t)(np > nr ? np : nr)) {
-        wasm_error_set(err, AL_ERR_TRAP, "%s", al_trap_message(AL_TRAP_STACK_EXHAUSTED));
+        al_error_set(err, AL_ERR_TRAP, "%s", al_trap_message(AL_TRAP_STACK_EXHAUSTED));
         err->trap = AL_TRAP_STACK_EXHAUSTED;
         return false;
     }
     if (st->entries >= MAX_REENTRY) {
-        wasm_error_set(err, AL_ERR_TRAP, "%s", al_trap_message(AL_TRAP_STACK_EXHAUSTED));
+        al_error_set(err, AL_ERR_TRAP, "%s", al_trap_message(AL_TRAP_STACK_EXHAUSTED));
         err->trap = AL_TRAP_STACK_EXHAUSTED;
         return false;
     }

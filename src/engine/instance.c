@@ -257,13 +257,13 @@ static bool resolve_imports(const al_module *m, const al_imports *imports, al_ex
         const al_extern *ext =
             imports_find(imports, imp->module, imp->module_len, imp->name, imp->name_len);
         if (!ext) {
-            wasm_error_set(err, AL_ERR_LINK, "unknown import: \"%.*s\" \"%.*s\"",
-                           (int)imp->module_len, imp->module, (int)imp->name_len, imp->name);
+            al_error_set(err, AL_ERR_LINK, "unknown import: \"%.*s\" \"%.*s\"",
+                         (int)imp->module_len, imp->module, (int)imp->name_len, imp->name);
             return false;
         }
         if (!extern_matches(m, imp, *ext)) {
-            wasm_error_set(err, AL_ERR_LINK, "incompatible import type: \"%.*s\" \"%.*s\"",
-                           (int)imp->module_len, imp->module, (int)imp->name_len, imp->name);
+            al_error_set(err, AL_ERR_LINK, "incompatible import type: \"%.*s\" \"%.*s\"",
+                         (int)imp->module_len, imp->module, (int)imp->name_len, imp->name);
             return false;
         }
         out[i] = *ext;
@@ -274,7 +274,7 @@ static bool resolve_imports(const al_module *m, const al_imports *imports, al_ex
 /* ---- step 2: allocation (spec §4.5.3) ------------------------------------- */
 
 static bool nomem(al_error *err) {
-    wasm_error_set(err, AL_ERR_NOMEM, "out of memory during instantiation");
+    al_error_set(err, AL_ERR_NOMEM, "out of memory during instantiation");
     return false;
 }
 
@@ -414,9 +414,9 @@ static bool alloc_globals(al_instance *inst, const al_module *m, al_error *err) 
  * names the segment instead (backtrace_len stays 0). */
 static bool segment_trap(al_error *err, al_trap_kind kind, const char *what, uint32_t index,
                          uint64_t offset, uint64_t count, uint64_t size) {
-    wasm_error_set(err, AL_ERR_TRAP, "%s: %s segment %u at %llu with %llu entries exceeds size %llu",
-                   al_trap_message(kind), what, index, (unsigned long long)offset,
-                   (unsigned long long)count, (unsigned long long)size);
+    al_error_set(err, AL_ERR_TRAP, "%s: %s segment %u at %llu with %llu entries exceeds size %llu",
+                 al_trap_message(kind), what, index, (unsigned long long)offset,
+                 (unsigned long long)count, (unsigned long long)size);
     if (err) {
         err->trap = kind;
         err->func_index = UINT32_MAX; /* not inside any function */
@@ -487,17 +487,17 @@ static bool within_limits(const al_store *store, const al_module *m, al_error *e
     const al_limits *l = &store->limits;
     for (uint32_t i = m->nmemory_imports; i < m->nmemories; i++) {
         if ((uint64_t)m->memories[i].min * WASM_PAGE_SIZE > l->max_memory_bytes) {
-            wasm_error_set(err, AL_ERR_LIMIT,
-                           "memory %u declares a minimum of %u pages, over the limit of %llu bytes",
-                           i, m->memories[i].min, (unsigned long long)l->max_memory_bytes);
+            al_error_set(err, AL_ERR_LIMIT,
+                         "memory %u declares a minimum of %u pages, over the limit of %llu bytes",
+                         i, m->memories[i].min, (unsigned long long)l->max_memory_bytes);
             return false;
         }
     }
     for (uint32_t i = m->ntable_imports; i < m->ntables; i++) {
         if (m->tables[i].limits.min > l->max_table_elements) {
-            wasm_error_set(err, AL_ERR_LIMIT,
-                           "table %u declares a minimum of %u elements, over the limit of %u", i,
-                           m->tables[i].limits.min, l->max_table_elements);
+            al_error_set(err, AL_ERR_LIMIT,
+                         "table %u declares a minimum of %u elements, over the limit of %u", i,
+                         m->tables[i].limits.min, l->max_table_elements);
             return false;
         }
     }
@@ -508,7 +508,7 @@ static bool within_limits(const al_store *store, const al_module *m, al_error *e
 al_instance *al_instantiate(al_store *store, const al_module *module,
                             const al_imports *imports, al_error *err) {
     if (!store || !module) {
-        wasm_error_set(err, AL_ERR_ARGUMENT, "al_instantiate: NULL store or module");
+        al_error_set(err, AL_ERR_ARGUMENT, "al_instantiate: NULL store or module");
         return NULL;
     }
     al_extern *resolved = calloc(module->nimports + 1ull, sizeof *resolved);

@@ -28,8 +28,8 @@ al_memory *memory_create(uint32_t min_pages, uint32_t max_pages, bool has_max,
                          uint64_t limit_bytes, al_error *err) {
     uint64_t cap = limit_pages(limit_bytes);
     if (min_pages > cap) {
-        wasm_error_set(err, AL_ERR_LIMIT, "memory of %u pages exceeds the limit of %llu bytes",
-                       min_pages, (unsigned long long)limit_bytes);
+        al_error_set(err, AL_ERR_LIMIT, "memory of %u pages exceeds the limit of %llu bytes",
+                     min_pages, (unsigned long long)limit_bytes);
         return NULL;
     }
     uint64_t declared = has_max ? max_pages : WASM_MAX_PAGES;
@@ -38,7 +38,7 @@ al_memory *memory_create(uint32_t min_pages, uint32_t max_pages, bool has_max,
 
     al_memory *mem = calloc(1, sizeof *mem);
     if (!mem) {
-        wasm_error_set(err, AL_ERR_NOMEM, "out of memory allocating a memory");
+        al_error_set(err, AL_ERR_NOMEM, "out of memory allocating a memory");
         return NULL;
     }
     /* A 0-byte mapping is not allowed; reserve one (inaccessible) page instead. */
@@ -47,8 +47,8 @@ al_memory *memory_create(uint32_t min_pages, uint32_t max_pages, bool has_max,
                    -1, 0);
     if (p == MAP_FAILED) {
         free(mem);
-        wasm_error_set(err, AL_ERR_NOMEM, "cannot reserve %llu bytes for a memory",
-                       (unsigned long long)(reserve_pages * WASM_PAGE_SIZE));
+        al_error_set(err, AL_ERR_NOMEM, "cannot reserve %llu bytes for a memory",
+                     (unsigned long long)(reserve_pages * WASM_PAGE_SIZE));
         return NULL;
     }
     mem->data = p;
@@ -57,7 +57,7 @@ al_memory *memory_create(uint32_t min_pages, uint32_t max_pages, bool has_max,
     uint64_t bytes = (uint64_t)min_pages * WASM_PAGE_SIZE;
     if (bytes && mprotect(mem->data, bytes, PROT_READ | PROT_WRITE) != 0) {
         memory_destroy(mem);
-        wasm_error_set(err, AL_ERR_NOMEM, "cannot commit %u pages of memory", min_pages);
+        al_error_set(err, AL_ERR_NOMEM, "cannot commit %u pages of memory", min_pages);
         return NULL;
     }
     mem->size = bytes;
@@ -93,7 +93,7 @@ al_memory *al_memory_new(al_store *store, uint32_t min_pages, uint32_t max_pages
     /* The same rules a module's memory type obeys (spec §3.2.4). */
     if (!store || min_pages > WASM_MAX_PAGES || (has_max && max_pages > WASM_MAX_PAGES) ||
         (has_max && max_pages < min_pages)) {
-        wasm_error_set(err, AL_ERR_ARGUMENT, "invalid memory type");
+        al_error_set(err, AL_ERR_ARGUMENT, "invalid memory type");
         return NULL;
     }
     if (!store_has_room(store, 0, 0, 1, err)) return NULL;
@@ -102,7 +102,7 @@ al_memory *al_memory_new(al_store *store, uint32_t min_pages, uint32_t max_pages
     if (!mem) return NULL;
     if (!store_track(store, STORE_MEMORY, mem)) {
         memory_destroy(mem);
-        wasm_error_set(err, AL_ERR_NOMEM, "out of memory");
+        al_error_set(err, AL_ERR_NOMEM, "out of memory");
         return NULL;
     }
     return mem;

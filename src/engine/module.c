@@ -70,20 +70,20 @@ void wasm_module_free(al_module *m) {
 static bool precheck(const uint8_t *bytes, size_t len, al_error *err) {
     static const uint8_t magic[4] = {0x00, 0x61, 0x73, 0x6D};
     if (bytes == NULL && len > 0) {
-        wasm_error_set(err, AL_ERR_ARGUMENT, "module bytes are NULL");
+        al_error_set(err, AL_ERR_ARGUMENT, "module bytes are NULL");
         return false;
     }
     if (len > MAX_MODULE_BYTES) {
-        wasm_error_set(err, AL_ERR_LIMIT, "module of %zu bytes exceeds the 1 GiB limit", len);
+        al_error_set(err, AL_ERR_LIMIT, "module of %zu bytes exceeds the 1 GiB limit", len);
         return false;
     }
     if (len < 4) {
-        wasm_error_set(err, AL_ERR_MALFORMED, "section header at offset 0x0: unexpected end");
+        al_error_set(err, AL_ERR_MALFORMED, "section header at offset 0x0: unexpected end");
         return false;
     }
     if (memcmp(bytes, magic, 4) != 0) {
-        wasm_error_set(err, AL_ERR_MALFORMED,
-                       "section header at offset 0x0: magic header not detected");
+        al_error_set(err, AL_ERR_MALFORMED,
+                     "section header at offset 0x0: magic header not detected");
         return false;
     }
     return true;

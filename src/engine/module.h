@@ -216,8 +216,4 @@ static inline bool wasm_is_valtype(uint8_t t) {
     return t == AL_I32 || t == AL_I64 || t == AL_F32 || t == AL_F64 || wasm_is_reftype(t);
 }
 
-/* Set an error with printf-style formatting (error.c). */
-void wasm_error_set(al_error *err, al_error_kind kind, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
 #endif

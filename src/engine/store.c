@@ -116,7 +116,7 @@ bool store_has_room(const al_store *store, uint32_t instances, uint32_t tables,
     else if ((uint64_t)store->ntables + tables > l->max_tables) what = "tables";
     else if ((uint64_t)store->nmemories + memories > l->max_memories) what = "memories";
     if (!what) return true;
-    wasm_error_set(err, AL_ERR_LIMIT, "limit reached: too many %s in this store", what);
+    al_error_set(err, AL_ERR_LIMIT, "limit reached: too many %s in this store", what);
     return false;
 }
 

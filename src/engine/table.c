@@ -16,8 +16,8 @@
 al_table *table_create(uint8_t elem_type, uint32_t min, uint32_t max, bool has_max,
                        uint32_t limit_elems, al_error *err) {
     if (min > limit_elems) {
-        wasm_error_set(err, AL_ERR_LIMIT, "table of %u elements exceeds the limit of %u", min,
-                       limit_elems);
+        al_error_set(err, AL_ERR_LIMIT, "table of %u elements exceeds the limit of %u", min,
+                     limit_elems);
         return NULL;
     }
     al_table *t = calloc(1, sizeof *t);
@@ -25,7 +25,7 @@ al_table *table_create(uint8_t elem_type, uint32_t min, uint32_t max, bool has_m
     if (!t || !elems) {
         free(t);
         free(elems);
-        wasm_error_set(err, AL_ERR_NOMEM, "out of memory allocating a table of %u elements", min);
+        al_error_set(err, AL_ERR_NOMEM, "out of memory allocating a table of %u elements", min);
         return NULL;
     }
     t->elem_type = elem_type;
@@ -75,7 +75,7 @@ al_table *al_table_new(al_store *store, al_valtype elem, uint32_t min, uint32_t 
                        bool has_max, al_error *err) {
     /* The rules a module's table type obeys (spec §3.2.3). */
     if (!store || !wasm_is_reftype((uint8_t)elem) || (has_max && max < min)) {
-        wasm_error_set(err, AL_ERR_ARGUMENT, "invalid table type");
+        al_error_set(err, AL_ERR_ARGUMENT, "invalid table type");
         return NULL;
     }
     if (!store_has_room(store, 0, 1, 0, err)) return NULL;
@@ -84,7 +84,7 @@ al_table *al_table_new(al_store *store, al_valtype elem, uint32_t min, uint32_t 
     if (!t) return NULL;
     if (!store_track(store, STORE_TABLE, t)) {
         table_destroy(t);
-        wasm_error_set(err, AL_ERR_NOMEM, "out of memory");
+        al_error_set(err, AL_ERR_NOMEM, "out of memory");
         return NULL;
     }
     return t;

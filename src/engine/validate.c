@@ -30,7 +30,7 @@
 static const char *const extern_names[] = {"function", "table", "memory", "global"};
 
 static bool invalid(al_error *err, const char *what, uint32_t index, const char *reason) {
-    wasm_error_set(err, AL_ERR_INVALID, "%s %u: %s", what, index, reason);
+    al_error_set(err, AL_ERR_INVALID, "%s %u: %s", what, index, reason);
     return false;
 }
 
@@ -168,7 +168,7 @@ static bool check_export_names(const al_module *m, al_error *err) {
     if (m->nexports < 2) return true;
     const wasm_export **sorted = malloc(m->nexports * sizeof *sorted);
     if (sorted == NULL) {
-        wasm_error_set(err, AL_ERR_NOMEM, "out of memory");
+        al_error_set(err, AL_ERR_NOMEM, "out of memory");
         return false;
     }
     for (uint32_t i = 0; i < m->nexports; i++) sorted[i] = &m->exports[i];
@@ -253,7 +253,7 @@ static bool compute_declared_refs(al_module *m, al_error *err) {
     if (m->nfuncs == 0) return true;
     m->declared_refs = calloc(m->nfuncs, sizeof *m->declared_refs);
     if (m->declared_refs == NULL) {
-        wasm_error_set(err, AL_ERR_NOMEM, "out of memory");
+        al_error_set(err, AL_ERR_NOMEM, "out of memory");
         return false;
     }
     for (uint32_t i = 0; i + m->nglobal_imports < m->nglobals; i++)

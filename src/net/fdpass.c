@@ -42,12 +42,9 @@ bool fdpass_send(int via, const void *data, size_t len, int fd) {
 }
 
 bool egress_error(al_error *err, al_error_kind kind, const char *fmt, ...) {
-    if (!err) return false;
-    memset(err, 0, sizeof *err);
-    err->kind = kind;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(err->message, sizeof err->message, fmt, ap);
+    al_error_vset(err, kind, fmt, ap);
     va_end(ap);
     return false;
 }

@@ -83,25 +83,29 @@ static al_trap_kind out_of_range(al_plugin *p, const char *fn, uint64_t addr, ui
                        (unsigned long long)p->kernel.top);
 }
 
+/* The getters return one value of the plugin's state: nothing to check. */
+static plugin_kernel *kernel_of(void *env) { return &((al_plugin *)env)->kernel; }
+
+static al_trap_kind ret_i64(al_value *res, uint64_t v) {
+    RET_I64(v);
+    return AL_TRAP_NONE;
+}
+
+static al_trap_kind ret_i32(al_value *res, int32_t v) {
+    RET_I32(v);
+    return AL_TRAP_NONE;
+}
+
 /* ---- memory -------------------------------------------------------------------------- */
 
-HOST_FN(h_alloc) {
-    al_plugin *p = env;
-    RET_I64(kernel_alloc_guest(&p->kernel, ARG_U64(0)));
-    return AL_TRAP_NONE;
-}
+HOST_FN(h_alloc) { return ret_i64(res, kernel_alloc_guest(kernel_of(env), ARG_U64(0))); }
 
 HOST_FN(h_free) {
-    al_plugin *p = env;
-    kernel_free_block(&p->kernel, ARG_U64(0));
+    kernel_free_block(kernel_of(env), ARG_U64(0));
     return AL_TRAP_NONE;
 }
 
-HOST_FN(h_length) {
-    al_plugin *p = env;
-    RET_I64(kernel_length(&p->kernel, ARG_U64(0)));
-    return AL_TRAP_NONE;
-}
+HOST_FN(h_length) { return ret_i64(res, kernel_length(kernel_of(env), ARG_U64(0))); }
 
 HOST_FN(h_load_u8) {
     al_plugin *p = env;
@@ -137,30 +141,16 @@ HOST_FN(h_store_u64) {
 }
 
 HOST_FN(h_reset) {
-    al_plugin *p = env;
-    kernel_reset(&p->kernel);
+    kernel_reset(kernel_of(env));
     return AL_TRAP_NONE;
 }
 
-HOST_FN(h_memory_bytes) {
-    al_plugin *p = env;
-    RET_I64(kernel_memory_bytes(&p->kernel));
-    return AL_TRAP_NONE;
-}
+HOST_FN(h_memory_bytes) { return ret_i64(res, kernel_memory_bytes(kernel_of(env))); }
 
 /* ---- input / output / error ------------------------------------------------------------ */
 
-HOST_FN(h_input_length) {
-    al_plugin *p = env;
-    RET_I64(p->kernel.input_len);
-    return AL_TRAP_NONE;
-}
-
-HOST_FN(h_input_offset) {
-    al_plugin *p = env;
-    RET_I64(p->kernel.input_off);
-    return AL_TRAP_NONE;
-}
+HOST_FN(h_input_length) { return ret_i64(res, kernel_of(env)->input_len); }
+HOST_FN(h_input_offset) { return ret_i64(res, kernel_of(env)->input_off); }
 
 HOST_FN(h_input_load_u8) {
     al_plugin *p = env;
@@ -183,46 +173,36 @@ HOST_FN(h_input_load_u64) {
     return AL_TRAP_NONE;
 }
 
-HOST_FN(h_input_set) {
-    al_plugin *p = env;
-    uint64_t a = ARG_U64(0), n = ARG_U64(1);
+/* input_set / output_set: n bytes at a become *off / *len (0 bytes: none).
+ * Any range inside the kernel is allowed (Extism: it need not be a whole
+ * block); the output's length is checked against max_output_bytes when the
+ * call ends, before a byte of it is copied. */
+static al_trap_kind set_range(al_plugin *p, const char *fn, uint64_t a, uint64_t n,
+                              uint64_t *off, uint64_t *len) {
     if (n == 0) {
-        p->kernel.input_off = p->kernel.input_len = 0;
+        *off = *len = 0;
         return AL_TRAP_NONE;
     }
-    if (!kernel_in_range(&p->kernel, a, n)) return out_of_range(p, "input_set", a, n);
-    p->kernel.input_off = a;
-    p->kernel.input_len = n;
+    if (!kernel_in_range(&p->kernel, a, n)) return out_of_range(p, fn, a, n);
+    *off = a;
+    *len = n;
     return AL_TRAP_NONE;
+}
+
+HOST_FN(h_input_set) {
+    al_plugin *p = env;
+    return set_range(p, "input_set", ARG_U64(0), ARG_U64(1), &p->kernel.input_off,
+                     &p->kernel.input_len);
 }
 
 HOST_FN(h_output_set) {
     al_plugin *p = env;
-    uint64_t a = ARG_U64(0), n = ARG_U64(1);
-    if (n == 0) {
-        p->kernel.output_off = p->kernel.output_len = 0;
-        return AL_TRAP_NONE;
-    }
-    /* Any range inside the kernel is allowed (Extism: output need not be a
-     * whole block). Its length is checked against max_output_bytes when the
-     * call ends, before a byte of it is copied. */
-    if (!kernel_in_range(&p->kernel, a, n)) return out_of_range(p, "output_set", a, n);
-    p->kernel.output_off = a;
-    p->kernel.output_len = n;
-    return AL_TRAP_NONE;
+    return set_range(p, "output_set", ARG_U64(0), ARG_U64(1), &p->kernel.output_off,
+                     &p->kernel.output_len);
 }
 
-HOST_FN(h_output_length) {
-    al_plugin *p = env;
-    RET_I64(p->kernel.output_len);
-    return AL_TRAP_NONE;
-}
-
-HOST_FN(h_output_offset) {
-    al_plugin *p = env;
-    RET_I64(p->kernel.output_off);
-    return AL_TRAP_NONE;
-}
+HOST_FN(h_output_length) { return ret_i64(res, kernel_of(env)->output_len); }
+HOST_FN(h_output_offset) { return ret_i64(res, kernel_of(env)->output_off); }
 
 HOST_FN(h_error_set) {
     al_plugin *p = env;
@@ -238,11 +218,7 @@ HOST_FN(h_error_set) {
     return AL_TRAP_NONE;
 }
 
-HOST_FN(h_error_get) {
-    al_plugin *p = env;
-    RET_I64(p->kernel.error_off);
-    return AL_TRAP_NONE;
-}
+HOST_FN(h_error_get) { return ret_i64(res, kernel_of(env)->error_off); }
 
 /* ---- config and vars --------------------------------------------------------------------- */
 
@@ -267,8 +243,7 @@ HOST_FN(h_config_get) {
         if (strlen(kv->key) == len && memcmp(kv->key, key, len) == 0)
             return give_bytes(p, "config_get", kv->value, strlen(kv->value), res);
     }
-    RET_I64(0);
-    return AL_TRAP_NONE;
+    return ret_i64(res, 0); /* absent */
 }
 
 HOST_FN(h_var_get) {
@@ -277,11 +252,7 @@ HOST_FN(h_var_get) {
     al_trap_kind t = block_bytes(p, "var_get", "key", ARG_U64(0), &off, &len);
     if (t != AL_TRAP_NONE) return t;
     const plugin_var *v = vars_get(&p->vars, p->kernel.mem + off, len);
-    if (!v) {
-        RET_I64(0);
-        return AL_TRAP_NONE;
-    }
-    return give_bytes(p, "var_get", v->value, v->value_len, res);
+    return v ? give_bytes(p, "var_get", v->value, v->value_len, res) : ret_i64(res, 0);
 }
 
 HOST_FN(h_var_set) {
@@ -322,11 +293,7 @@ HOST_FN(h_log_info) { return log_at(env, "log_info", AL_LOG_INFO, ARG_U64(0)); }
 HOST_FN(h_log_warn) { return log_at(env, "log_warn", AL_LOG_WARN, ARG_U64(0)); }
 HOST_FN(h_log_error) { return log_at(env, "log_error", AL_LOG_ERROR, ARG_U64(0)); }
 
-HOST_FN(h_get_log_level) {
-    al_plugin *p = env;
-    RET_I32(p->set.log_level);
-    return AL_TRAP_NONE;
-}
+HOST_FN(h_get_log_level) { return ret_i32(res, ((al_plugin *)env)->set.log_level); }
 
 /* ---- HTTP ---------------------------------------------------------------------------------- */
 
@@ -339,18 +306,11 @@ HOST_FN(h_http_request) {
     return AL_TRAP_NONE;
 }
 
-HOST_FN(h_http_status_code) {
-    al_plugin *p = env;
-    RET_I32(p->http_status);
-    return AL_TRAP_NONE;
-}
+HOST_FN(h_http_status_code) { return ret_i32(res, ((al_plugin *)env)->http_status); }
 
 HOST_FN(h_http_headers) {
     al_plugin *p = env;
-    if (!p->http_headers) {
-        RET_I64(0);
-        return AL_TRAP_NONE;
-    }
+    if (!p->http_headers) return ret_i64(res, 0); /* no response headers */
     return give_bytes(p, "http_headers", p->http_headers, p->http_headers_len, res);
 }
 

@@ -103,11 +103,9 @@ static void set_error(al_error *err, al_error_kind kind, const char *fmt, ...)
 
 static void set_error(al_error *err, al_error_kind kind, const char *fmt, ...) {
     if (!err) return;
-    memset(err, 0, sizeof *err);
-    err->kind = kind;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(err->message, sizeof err->message, fmt, ap);
+    al_error_vset(err, kind, fmt, ap);
     va_end(ap);
     /* Keys, URLs and jansson's "near '...'" come from the document: keep the
      * message one printable line whatever they hold. */

@@ -71,17 +71,6 @@ void al_plugin_options_init(al_plugin_options *o) {
     o->log_level = AL_LOG_INFO;
 }
 
-static void set_err(al_error *err, al_error_kind kind, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void set_err(al_error *err, al_error_kind kind, const char *fmt, ...) {
-    memset(err, 0, sizeof *err);
-    err->kind = kind;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err->message, sizeof err->message, fmt, ap);
-    va_end(ap);
-}
-
 /* ---- modules ------------------------------------------------------------------------------ */
 
 static void module_release(al_plugin_module *m) {
@@ -102,7 +91,7 @@ static bool module_scan_imports(al_plugin_module *m, al_error *err) {
     uint32_t n = al_module_import_count(m->module);
     m->env_defs = calloc(n ? n : 1, sizeof *m->env_defs);
     if (!m->env_defs) {
-        set_err(err, AL_ERR_NOMEM, "out of memory");
+        al_error_set(err, AL_ERR_NOMEM, "out of memory");
         return false;
     }
     for (uint32_t i = 0; i < n; i++) {
@@ -112,10 +101,10 @@ static bool module_scan_imports(al_plugin_module *m, al_error *err) {
         if (strcmp(mod, PLUGIN_ENV_MODULE) == 0) {
             const plugin_host_def *d = plugin_host_lookup(name, strlen(name));
             if (kind != AL_EXTERN_FUNC || !d) {
-                set_err(err, AL_ERR_LINK,
-                        PLUGIN_CONFORMANCE "the plugin imports %s.%.64s, which airlock does not "
+                al_error_set(err, AL_ERR_LINK,
+                             PLUGIN_CONFORMANCE "the plugin imports %s.%.64s, which airlock does not "
                                            "provide",
-                        PLUGIN_ENV_MODULE, name);
+                             PLUGIN_ENV_MODULE, name);
                 plugin_scrub(err->message);
                 return false;
             }
@@ -123,10 +112,10 @@ static bool module_scan_imports(al_plugin_module *m, al_error *err) {
         } else if (strcmp(mod, PLUGIN_WASI_MODULE) == 0) {
             m->needs_wasi = true;
         } else {
-            set_err(err, AL_ERR_LINK,
-                    PLUGIN_CONFORMANCE "the plugin imports %.64s.%.64s; a plugin may import only "
+            al_error_set(err, AL_ERR_LINK,
+                         PLUGIN_CONFORMANCE "the plugin imports %.64s.%.64s; a plugin may import only "
                                        "from %s and %s",
-                    mod, name, PLUGIN_ENV_MODULE, PLUGIN_WASI_MODULE);
+                         mod, name, PLUGIN_ENV_MODULE, PLUGIN_WASI_MODULE);
             plugin_scrub(err->message);
             return false;
         }
@@ -139,7 +128,7 @@ al_plugin_module *al_plugin_compile(const uint8_t *wasm, size_t len, al_error *e
     if (!err) err = &local;
     memset(err, 0, sizeof *err);
     if (!wasm && len) {
-        set_err(err, AL_ERR_ARGUMENT, "al_plugin_compile: NULL bytes");
+        al_error_set(err, AL_ERR_ARGUMENT, "al_plugin_compile: NULL bytes");
         return NULL;
     }
     al_module *mod = al_module_new(wasm, len, err);
@@ -147,7 +136,7 @@ al_plugin_module *al_plugin_compile(const uint8_t *wasm, size_t len, al_error *e
     al_plugin_module *m = calloc(1, sizeof *m);
     if (!m) {
         al_module_free(mod);
-        set_err(err, AL_ERR_NOMEM, "out of memory");
+        al_error_set(err, AL_ERR_NOMEM, "out of memory");
         return NULL;
     }
     m->module = mod;
@@ -155,7 +144,7 @@ al_plugin_module *al_plugin_compile(const uint8_t *wasm, size_t len, al_error *e
     if (pthread_mutex_init(&m->lock, NULL) != 0) {
         al_module_free(mod);
         free(m);
-        set_err(err, AL_ERR_SYSTEM, "pthread_mutex_init failed");
+        al_error_set(err, AL_ERR_SYSTEM, "pthread_mutex_init failed");
         return NULL;
     }
     if (!module_scan_imports(m, err)) {
@@ -287,8 +276,8 @@ static bool settings_copy(plugin_settings *s, const al_plugin_options *o, al_err
         }
     }
     if (!ok)
-        set_err(err, AL_ERR_ARGUMENT,
-                "invalid plugin options (a NULL string or array) or out of memory");
+        al_error_set(err, AL_ERR_ARGUMENT,
+                     "invalid plugin options (a NULL string or array) or out of memory");
     return ok;
 }
 
@@ -446,7 +435,7 @@ static bool instance_prepare(al_plugin *p, al_error *err) {
     in->store = al_store_new(&lim);
     in->imports = al_imports_new();
     if (!in->store || !in->imports) {
-        set_err(err, AL_ERR_NOMEM, "out of memory");
+        al_error_set(err, AL_ERR_NOMEM, "out of memory");
         return false;
     }
     const al_plugin_module *m = p->module;
@@ -456,7 +445,7 @@ static bool instance_prepare(al_plugin *p, al_error *err) {
         ext.kind = AL_EXTERN_FUNC;
         ext.of.func = al_func_new_host(in->store, &d->type, d->fn, p);
         if (!ext.of.func || !al_imports_define(in->imports, PLUGIN_ENV_MODULE, d->name, ext)) {
-            set_err(err, AL_ERR_NOMEM, "out of memory");
+            al_error_set(err, AL_ERR_NOMEM, "out of memory");
             return false;
         }
     }
@@ -493,7 +482,7 @@ static bool instance_link(al_plugin *p, al_error *err) {
     if (!init) init = init_export(in->instance, name = "__wasm_call_ctors", &bad);
     if (!init) return true;
     if (bad) {
-        set_err(err, AL_ERR_LINK, "export %s must take no parameters and return nothing", name);
+        al_error_set(err, AL_ERR_LINK, "export %s must take no parameters and return nothing", name);
         return false;
     }
     kernel_reset(&p->kernel);
@@ -772,7 +761,7 @@ static bool first_instance(al_plugin *p, al_error *err) {
     p->deadline_ns = p->set.timeout_ms ? plugin_now_ns() + p->set.timeout_ms * 1000000u : 0;
     if (!instance_prepare(p, err)) return false;
     if (!watchdog_arm(p, p->inst.store)) {
-        set_err(err, AL_ERR_SYSTEM, "cannot start the watchdog thread");
+        al_error_set(err, AL_ERR_SYSTEM, "cannot start the watchdog thread");
         return false;
     }
     if (p->set.fuel) al_store_set_fuel(p->inst.store, p->set.fuel);
@@ -797,7 +786,7 @@ al_plugin *al_plugin_instantiate(const al_plugin_module *module, const al_plugin
     if (!err) err = &local;
     memset(err, 0, sizeof *err);
     if (!module) {
-        set_err(err, AL_ERR_ARGUMENT, "al_plugin_instantiate: NULL module");
+        al_error_set(err, AL_ERR_ARGUMENT, "al_plugin_instantiate: NULL module");
         return NULL;
     }
     al_plugin_options defaults;
@@ -807,7 +796,7 @@ al_plugin *al_plugin_instantiate(const al_plugin_module *module, const al_plugin
     }
     al_plugin *p = calloc(1, sizeof *p);
     if (!p) {
-        set_err(err, AL_ERR_NOMEM, "out of memory");
+        al_error_set(err, AL_ERR_NOMEM, "out of memory");
         return NULL;
     }
     /* The plugin holds its own reference: the module may be freed first. */
@@ -815,7 +804,7 @@ al_plugin *al_plugin_instantiate(const al_plugin_module *module, const al_plugin
     __atomic_add_fetch(&m->refs, 1, __ATOMIC_ACQ_REL);
     p->module = m;
     if (!watchdog_init(&p->dog)) {
-        set_err(err, AL_ERR_SYSTEM, "cannot initialise the watchdog's lock");
+        al_error_set(err, AL_ERR_SYSTEM, "cannot initialise the watchdog's lock");
         module_release(m);
         free(p);
         return NULL;

@@ -97,15 +97,14 @@ struct al_python {
 
 /* ---- errors ------------------------------------------------------------------------ */
 
+/* al_error_set returning false, for "return py_error(...)". */
 static bool py_error(al_error *err, al_error_kind kind, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 static bool py_error(al_error *err, al_error_kind kind, const char *fmt, ...) {
-    memset(err, 0, sizeof *err);
-    err->kind = kind;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(err->message, sizeof err->message, fmt, ap);
+    al_error_vset(err, kind, fmt, ap);
     va_end(ap);
     return false;
 }

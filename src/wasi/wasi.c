@@ -70,21 +70,6 @@
 #define RIGHTS_STDIN (RIGHTS_STDIO | WASI_RIGHT_FD_READ)
 #define RIGHTS_STDOUT (RIGHTS_STDIO | WASI_RIGHT_FD_WRITE)
 
-/* ---- errors --------------------------------------------------------------------- */
-
-static void set_error(al_error *err, al_error_kind kind, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void set_error(al_error *err, al_error_kind kind, const char *fmt, ...) {
-    if (!err) return;
-    memset(err, 0, sizeof *err);
-    err->kind = kind;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err->message, sizeof err->message, fmt, ap);
-    va_end(ap);
-}
-
 /* ---- context ----------------------------------------------------------------------- */
 
 static void free_strings(char **list, size_t n) {
@@ -100,23 +85,23 @@ static bool copy_strings(char ***out, const char *const *src, size_t n, const ch
     *out = NULL;
     if (n == 0) return true;
     if (!src || n > UINT32_MAX / 4) {
-        set_error(err, AL_ERR_ARGUMENT, "wasi: %zu %s strings (array %s)", n, what,
-                  src ? "too long" : "missing");
+        al_error_set(err, AL_ERR_ARGUMENT, "wasi: %zu %s strings (array %s)", n, what,
+                     src ? "too long" : "missing");
         return false;
     }
     char **list = calloc(n, sizeof *list);
     if (!list) {
-        set_error(err, AL_ERR_NOMEM, "wasi: out of memory copying %s", what);
+        al_error_set(err, AL_ERR_NOMEM, "wasi: out of memory copying %s", what);
         return false;
     }
     uint64_t bytes = 0;
     for (size_t i = 0; i < n; i++) {
         if (!src[i]) {
-            set_error(err, AL_ERR_ARGUMENT, "wasi: %s string %zu is NULL", what, i);
+            al_error_set(err, AL_ERR_ARGUMENT, "wasi: %s string %zu is NULL", what, i);
         } else if ((bytes += strlen(src[i]) + 1) > UINT32_MAX) {
-            set_error(err, AL_ERR_LIMIT, "wasi: %s strings exceed 4 GiB", what);
+            al_error_set(err, AL_ERR_LIMIT, "wasi: %s strings exceed 4 GiB", what);
         } else if (!(list[i] = strdup(src[i]))) {
-            set_error(err, AL_ERR_NOMEM, "wasi: out of memory copying %s", what);
+            al_error_set(err, AL_ERR_NOMEM, "wasi: out of memory copying %s", what);
         } else {
             continue;
         }
@@ -132,8 +117,8 @@ static bool copy_strings(char ***out, const char *const *src, size_t n, const ch
 static bool check_env(const wasi_config *config, al_error *err) {
     for (size_t i = 0; i < config->nenv; i++) {
         if (config->env && config->env[i] && !strchr(config->env[i], '=')) {
-            set_error(err, AL_ERR_ARGUMENT, "wasi: environment entry \"%s\" is not KEY=VALUE",
-                      config->env[i]);
+            al_error_set(err, AL_ERR_ARGUMENT, "wasi: environment entry \"%s\" is not KEY=VALUE",
+                         config->env[i]);
             return false;
         }
     }
@@ -150,7 +135,7 @@ static bool install_stdio(wasi_ctx *ctx, al_error *err) {
         wasi_fd e = {.kind = stdio[i].kind, .host_fd = -1, .preopen = -1,
                      .rights_base = stdio[i].rights};
         if (wasi_fd_install(ctx, &e) != i) {
-            set_error(err, AL_ERR_NOMEM, "wasi: out of memory for the fd table");
+            al_error_set(err, AL_ERR_NOMEM, "wasi: out of memory for the fd table");
             return false;
         }
     }
@@ -165,24 +150,24 @@ static bool install_stdio(wasi_ctx *ctx, al_error *err) {
 static bool open_preopen(wasi_ctx *ctx, size_t i, const wasi_preopen_config *pc, al_error *err) {
     wasi_preopen *p = &ctx->preopens[i];
     if (!pc->host_path || !pc->guest_path || !pc->guest_path[0]) {
-        set_error(err, AL_ERR_ARGUMENT, "wasi: preopen %zu: host and guest paths are required", i);
+        al_error_set(err, AL_ERR_ARGUMENT, "wasi: preopen %zu: host and guest paths are required", i);
         return false;
     }
     p->read_only = pc->read_only;
     if (!(p->guest_path = strdup(pc->guest_path))) {
-        set_error(err, AL_ERR_NOMEM, "wasi: out of memory");
+        al_error_set(err, AL_ERR_NOMEM, "wasi: out of memory");
         return false;
     }
     if (!(p->host_path = realpath(pc->host_path, NULL))) {
-        set_error(err, errno == ENOMEM ? AL_ERR_NOMEM : AL_ERR_ARGUMENT,
-                  "wasi: cannot grant directory \"%s\": %s", pc->host_path, strerror(errno));
+        al_error_set(err, errno == ENOMEM ? AL_ERR_NOMEM : AL_ERR_ARGUMENT,
+                     "wasi: cannot grant directory \"%s\": %s", pc->host_path, strerror(errno));
         return false;
     }
     int fd = open(p->host_path, O_DIRECTORY | O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     if (fd < 0) {
-        set_error(err, AL_ERR_ARGUMENT, "wasi: cannot grant directory \"%s\" (%s): %s",
-                  pc->host_path, p->host_path,
-                  errno == ENOTDIR ? "not a directory" : strerror(errno));
+        al_error_set(err, AL_ERR_ARGUMENT, "wasi: cannot grant directory \"%s\" (%s): %s",
+                     pc->host_path, p->host_path,
+                     errno == ENOTDIR ? "not a directory" : strerror(errno));
         return false;
     }
     uint64_t drop = p->read_only ? RIGHTS_MODIFY : 0;
@@ -191,8 +176,8 @@ static bool open_preopen(wasi_ctx *ctx, size_t i, const wasi_preopen_config *pc,
                  .rights_inheriting = RIGHTS_DIR_INHERITING & ~drop};
     if (wasi_fd_install(ctx, &e) < 0) {
         close(fd);
-        set_error(err, AL_ERR_LIMIT, "wasi: too many preopens (at most %u descriptors)",
-                  WASI_MAX_FDS);
+        al_error_set(err, AL_ERR_LIMIT, "wasi: too many preopens (at most %u descriptors)",
+                     WASI_MAX_FDS);
         return false;
     }
     return true;
@@ -200,17 +185,17 @@ static bool open_preopen(wasi_ctx *ctx, size_t i, const wasi_preopen_config *pc,
 
 static bool copy_stdin(wasi_ctx *ctx, const wasi_config *config, al_error *err) {
     if (config->stdin_read && config->stdin_len > 0) {
-        set_error(err, AL_ERR_ARGUMENT, "wasi: both stdin_data and stdin_read given");
+        al_error_set(err, AL_ERR_ARGUMENT, "wasi: both stdin_data and stdin_read given");
         return false;
     }
     if (config->stdin_len == 0) return true;
     if (!config->stdin_data) {
-        set_error(err, AL_ERR_ARGUMENT, "wasi: stdin_len %zu without stdin_data",
-                  config->stdin_len);
+        al_error_set(err, AL_ERR_ARGUMENT, "wasi: stdin_len %zu without stdin_data",
+                     config->stdin_len);
         return false;
     }
     if (!(ctx->stdin_data = malloc(config->stdin_len))) {
-        set_error(err, AL_ERR_NOMEM, "wasi: out of memory copying stdin");
+        al_error_set(err, AL_ERR_NOMEM, "wasi: out of memory copying stdin");
         return false;
     }
     memcpy(ctx->stdin_data, config->stdin_data, config->stdin_len);
@@ -228,12 +213,12 @@ static bool ctx_fill(wasi_ctx *ctx, const wasi_config *config, al_error *err) {
     if (!copy_stdin(ctx, config, err) || !install_stdio(ctx, err)) return false;
     if (config->npreopens > 0) {
         if (!config->preopens) {
-            set_error(err, AL_ERR_ARGUMENT, "wasi: npreopens %zu without preopens",
-                      config->npreopens);
+            al_error_set(err, AL_ERR_ARGUMENT, "wasi: npreopens %zu without preopens",
+                         config->npreopens);
             return false;
         }
         if (!(ctx->preopens = calloc(config->npreopens, sizeof *ctx->preopens))) {
-            set_error(err, AL_ERR_NOMEM, "wasi: out of memory");
+            al_error_set(err, AL_ERR_NOMEM, "wasi: out of memory");
             return false;
         }
         for (size_t i = 0; i < config->npreopens; i++) {
@@ -246,12 +231,12 @@ static bool ctx_fill(wasi_ctx *ctx, const wasi_config *config, al_error *err) {
 
 wasi_ctx *wasi_ctx_new(const wasi_config *config, al_error *err) {
     if (!config) {
-        set_error(err, AL_ERR_ARGUMENT, "wasi: no config");
+        al_error_set(err, AL_ERR_ARGUMENT, "wasi: no config");
         return NULL;
     }
     wasi_ctx *ctx = calloc(1, sizeof *ctx);
     if (!ctx) {
-        set_error(err, AL_ERR_NOMEM, "wasi: out of memory");
+        al_error_set(err, AL_ERR_NOMEM, "wasi: out of memory");
         return NULL;
     }
     ctx->out.cap = config->stdout_cap;
@@ -385,7 +370,7 @@ static bool define_one(wasi_ctx *ctx, al_store *store, al_imports *imports,
     al_func *f = import_func(ctx, store, imp);
     al_extern ext = {.kind = AL_EXTERN_FUNC, .of.func = f};
     if (f && al_imports_define(imports, WASI_MODULE, imp->name, ext)) return true;
-    set_error(err, AL_ERR_NOMEM, "wasi: cannot define %s.%s", WASI_MODULE, imp->name);
+    al_error_set(err, AL_ERR_NOMEM, "wasi: cannot define %s.%s", WASI_MODULE, imp->name);
     return false;
 }
 
@@ -405,7 +390,7 @@ bool wasi_define_imports(wasi_ctx *ctx, al_store *store, al_imports *imports, al
 bool wasi_define_imports_for(wasi_ctx *ctx, al_store *store, al_imports *imports,
                              const al_module *module, al_error *err) {
     if (!ctx || !store || !imports) {
-        set_error(err, AL_ERR_ARGUMENT, "wasi: define imports: missing context, store or imports");
+        al_error_set(err, AL_ERR_ARGUMENT, "wasi: define imports: missing context, store or imports");
         return false;
     }
     if (!module) {

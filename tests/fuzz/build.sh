@@ -128,6 +128,7 @@ for src in src/plugin/manifest.c src/net/policy.c tests/fuzz/fuzz_manifest.c; do
     fi
     mf_objs+=("$obj")
 done
+mf_objs+=("$OBJ/error.o") # al_error_set, from the engine objects built above
 "$CC" "${CFLAGS[@]}" -fsanitize=fuzzer -o "$OUT/fuzz_manifest" "${mf_objs[@]}" -ljansson -lcurl -lcrypto
 echo "built $OUT/fuzz_manifest" >&2
 
@@ -143,5 +144,6 @@ for src in src/cap/urn.c src/cap/manifest.c tests/fuzz/fuzz_cap.c; do
     fi
     cap_objs+=("$obj")
 done
+cap_objs+=("$OBJ/error.o") # al_error_set, from the engine objects built above
 "$CC" "${CFLAGS[@]}" -fsanitize=fuzzer -o "$OUT/fuzz_cap" "${cap_objs[@]}" -ljansson
 echo "built $OUT/fuzz_cap" >&2

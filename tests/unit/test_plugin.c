@@ -307,11 +307,19 @@ static void assert_status(const al_result *r, al_status want) {
     }
 }
 
+/* A call that must end with this status and, when fragment is not NULL, an
+ * error message containing it. The caller frees *r. */
+static void call_expect(al_plugin *p, const char *fn, const char *input, al_status status,
+                        const char *fragment, al_result *r) {
+    call_str(p, fn, input, r);
+    assert_status(r, status);
+    if (fragment) assert_contains(r->error.message, fragment);
+}
+
 /* A call that must succeed with exactly this output. */
 static void expect_output(al_plugin *p, const char *fn, const char *input, const char *want) {
     al_result r;
-    call_str(p, fn, input, &r);
-    assert_status(&r, AL_STATUS_OK);
+    call_expect(p, fn, input, AL_STATUS_OK, NULL, &r);
     assert_int_equal(r.stdout_len, strlen(want));
     assert_memory_equal(r.stdout_data, want, strlen(want));
     al_result_free(&r);
@@ -321,10 +329,8 @@ static void expect_output(al_plugin *p, const char *fn, const char *input, const
 static void expect_failure(al_plugin *p, const char *fn, const char *input, al_status status,
                            const char *fragment) {
     al_result r;
-    call_str(p, fn, input, &r);
-    assert_status(&r, status);
+    call_expect(p, fn, input, status, fragment, &r);
     assert_int_equal(strncmp(r.error.message, "manifest conformance error: ", 28), 0);
-    assert_contains(r.error.message, fragment);
     assert_int_equal(r.stdout_len, 0);
     al_result_free(&r);
 }
@@ -461,11 +467,9 @@ static void test_out_of_range_traps_the_plugin(void **state) {
     al_plugin *p = abi_plugin(fx, NULL);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         al_result r;
-        call_str(p, cases[i].fn, cases[i].input, &r);
-        assert_status(&r, AL_STATUS_TRAP);
+        call_expect(p, cases[i].fn, cases[i].input, AL_STATUS_TRAP, cases[i].fragment, &r);
         assert_int_equal(r.trap, AL_TRAP_HOST);
         assert_int_equal(strncmp(r.error.message, "manifest conformance error: ", 28), 0);
-        assert_contains(r.error.message, cases[i].fragment);
         al_result_free(&r);
         expect_output(p, "echo", "alive", "alive");
     }
@@ -478,18 +482,15 @@ static void test_error_wins_over_return_code_zero(void **state) {
     fixture *fx = *state;
     al_plugin *p = abi_plugin(fx, NULL);
     al_result r;
-    call_str(p, "error_wins", NULL, &r);
-    assert_status(&r, AL_STATUS_EXIT);
+    call_expect(p, "error_wins", NULL, AL_STATUS_EXIT, NULL, &r);
     assert_int_equal(r.exit_code, 0);
     assert_string_equal(r.error.message, "boom");
     assert_int_equal(r.stderr_len, 4);
     assert_memory_equal(r.stderr_data, "boom", 4);
     al_result_free(&r);
 
-    call_str(p, "fail_code", NULL, &r);
-    assert_status(&r, AL_STATUS_EXIT);
+    call_expect(p, "fail_code", NULL, AL_STATUS_EXIT, "returned 3", &r);
     assert_int_equal(r.exit_code, 3);
-    assert_contains(r.error.message, "returned 3");
     al_result_free(&r);
 
     /* error_set(0) clears it; error_get reports it */
@@ -579,23 +580,31 @@ static void capture_log(void *ctx, int level, const char *msg, size_t len) {
     c->n++;
 }
 
+/* Options that send the plugin's log lines to cap (emptied first). */
+static void log_options(al_plugin_options *o, log_capture *cap) {
+    memset(cap, 0, sizeof *cap);
+    al_plugin_options_init(o);
+    o->on_log = capture_log;
+    o->on_log_ctx = cap;
+}
+
+/* Log line i was logged at this level with exactly this text. */
+static void expect_log(const log_capture *cap, int i, int level, const char *msg) {
+    assert_int_equal(cap->levels[i], level);
+    assert_string_equal(cap->msgs[i], msg);
+}
+
 static void test_logging_levels(void **state) {
     fixture *fx = *state;
     log_capture cap;
-    memset(&cap, 0, sizeof cap);
     al_plugin_options o;
-    al_plugin_options_init(&o);
-    o.on_log = capture_log;
-    o.on_log_ctx = &cap;
+    log_options(&o, &cap);
     al_plugin *p = abi_plugin(fx, &o);
     expect_output(p, "log_all", NULL, "2"); /* get_log_level: info */
     assert_int_equal(cap.n, 3);
-    assert_int_equal(cap.levels[0], AL_LOG_INFO);
-    assert_string_equal(cap.msgs[0], "info message");
-    assert_int_equal(cap.levels[1], AL_LOG_WARN);
-    assert_string_equal(cap.msgs[1], "warn message");
-    assert_int_equal(cap.levels[2], AL_LOG_ERROR);
-    assert_string_equal(cap.msgs[2], "error message");
+    expect_log(&cap, 0, AL_LOG_INFO, "info message");
+    expect_log(&cap, 1, AL_LOG_WARN, "warn message");
+    expect_log(&cap, 2, AL_LOG_ERROR, "error message");
     al_plugin_free(p);
 
     memset(&cap, 0, sizeof cap);
@@ -603,10 +612,8 @@ static void test_logging_levels(void **state) {
     p = abi_plugin(fx, &o);
     expect_output(p, "log_all", NULL, "0");
     assert_int_equal(cap.n, 5);
-    assert_int_equal(cap.levels[0], AL_LOG_TRACE);
-    assert_string_equal(cap.msgs[0], "trace message");
-    assert_int_equal(cap.levels[1], AL_LOG_DEBUG);
-    assert_string_equal(cap.msgs[1], "debug message");
+    expect_log(&cap, 0, AL_LOG_TRACE, "trace message");
+    expect_log(&cap, 1, AL_LOG_DEBUG, "debug message");
     al_plugin_free(p);
 
     memset(&cap, 0, sizeof cap);
@@ -646,6 +653,14 @@ static void request_json(char *out, size_t cap, const char *method, const char *
              method);
 }
 
+/* request_json for http://host:port/path. */
+static void request_at(char *out, size_t cap, const char *method, const char *host, unsigned port,
+                       const char *path) {
+    char url[128];
+    snprintf(url, sizeof url, "http://%s:%u%s", host, port, path);
+    request_json(out, cap, method, url);
+}
+
 static void test_http_allowed(void **state) {
     fixture *fx = *state;
     al_plugin_options o;
@@ -654,35 +669,30 @@ static void test_http_allowed(void **state) {
     expect_output(p, "http_headers", NULL, "none"); /* no request yet */
     expect_output(p, "http_status", NULL, "0");
 
-    char url[128], req[256];
-    snprintf(url, sizeof url, "http://api.test.example:%u/hello", fx->srv.port);
-    request_json(req, sizeof req, "GET", url);
+    char req[256];
+    request_at(req, sizeof req, "GET", "api.test.example", fx->srv.port, "/hello");
     int before = server_hits(fx);
     expect_output(p, "http", req, "hello world");
     assert_int_equal(server_hits(fx), before + 1);
     expect_output(p, "http_status", NULL, "200");
     al_result r;
-    call_str(p, "http_headers", NULL, &r);
-    assert_status(&r, AL_STATUS_OK);
+    call_expect(p, "http_headers", NULL, AL_STATUS_OK, NULL, &r);
     assert_contains((const char *)r.stdout_data, "\"x-test\":\"yes\"");
     assert_contains((const char *)r.stdout_data, "\"x-multi\":\"a, b\"");
     assert_contains((const char *)r.stdout_data, "\"content-length\":\"11\"");
     al_result_free(&r);
 
     /* a body and a method */
-    snprintf(url, sizeof url, "http://api.test.example:%u/echo", fx->srv.port);
-    request_json(req, sizeof req, "POST", url);
+    request_at(req, sizeof req, "POST", "api.test.example", fx->srv.port, "/echo");
     expect_output(p, "http_post", req, "POST hello body");
-    request_json(req, sizeof req, "PUT", url);
+    request_at(req, sizeof req, "PUT", "api.test.example", fx->srv.port, "/echo");
     expect_output(p, "http_post", req, "PUT hello body");
 
     /* any status is a response, and a redirect is not followed */
-    snprintf(url, sizeof url, "http://api.test.example:%u/missing", fx->srv.port);
-    request_json(req, sizeof req, "GET", url);
+    request_at(req, sizeof req, "GET", "api.test.example", fx->srv.port, "/missing");
     expect_output(p, "http", req, "nope");
     expect_output(p, "http_status", NULL, "404");
-    snprintf(url, sizeof url, "http://api.test.example:%u/redirect", fx->srv.port);
-    request_json(req, sizeof req, "GET", url);
+    request_at(req, sizeof req, "GET", "api.test.example", fx->srv.port, "/redirect");
     expect_output(p, "http", req, "moved");
     expect_output(p, "http_status", NULL, "302");
 
@@ -695,13 +705,12 @@ static void test_http_allowed(void **state) {
 
 static void test_http_denied(void **state) {
     fixture *fx = *state;
-    char url[128], req[256];
+    char req[256];
     int before = server_hits(fx);
 
     /* no allowed_hosts at all: HTTP is off */
     al_plugin *p = abi_plugin(fx, NULL);
-    snprintf(url, sizeof url, "http://api.test.example:%u/hello", fx->srv.port);
-    request_json(req, sizeof req, "GET", url);
+    request_at(req, sizeof req, "GET", "api.test.example", fx->srv.port, "/hello");
     expect_failure(p, "http", req, AL_STATUS_TRAP, "is not allowed");
     al_plugin_free(p);
 
@@ -709,12 +718,10 @@ static void test_http_denied(void **state) {
     http_options(&o);
     p = abi_plugin(fx, &o);
     /* a host the allow-list does not name (the hosts map knows it) */
-    snprintf(url, sizeof url, "http://other.example:%u/hello", fx->srv.port);
-    request_json(req, sizeof req, "GET", url);
+    request_at(req, sizeof req, "GET", "other.example", fx->srv.port, "/hello");
     expect_failure(p, "http", req, AL_STATUS_TRAP, "not in the allow-list");
     /* a literal IP is not a name in the allow-list */
-    snprintf(url, sizeof url, "http://127.0.0.2:%u/hello", fx->srv.port);
-    request_json(req, sizeof req, "GET", url);
+    request_at(req, sizeof req, "GET", "127.0.0.2", fx->srv.port, "/hello");
     expect_failure(p, "http", req, AL_STATUS_TRAP, "literal IP");
     /* schemes other than http(s) */
     request_json(req, sizeof req, "GET", "file:///etc/passwd");
@@ -731,12 +738,10 @@ static void test_http_denied(void **state) {
     o.allow_ips = NULL;
     o.nallow_ips = 0;
     p = abi_plugin(fx, &o);
-    snprintf(url, sizeof url, "http://api.test.example:%u/hello", fx->srv.port);
-    request_json(req, sizeof req, "GET", url);
+    request_at(req, sizeof req, "GET", "api.test.example", fx->srv.port, "/hello");
     expect_failure(p, "http", req, AL_STATUS_TRAP, "resolves to an address the sandbox may not reach");
     /* and the same address as a literal */
-    snprintf(url, sizeof url, "http://127.0.0.1:%u/hello", fx->srv.port);
-    request_json(req, sizeof req, "GET", url);
+    request_at(req, sizeof req, "GET", "127.0.0.1", fx->srv.port, "/hello");
     expect_failure(p, "http", req, AL_STATUS_TRAP, "literal IP");
     al_plugin_free(p);
 
@@ -749,8 +754,7 @@ static void test_http_denied(void **state) {
     http_options(&o);
     o.allowed_hosts = bad; /* "*" is Extism's "any host": allowed */
     p = abi_plugin(fx, &o);
-    snprintf(url, sizeof url, "http://api.test.example:%u/hello", fx->srv.port);
-    request_json(req, sizeof req, "GET", url);
+    request_at(req, sizeof req, "GET", "api.test.example", fx->srv.port, "/hello");
     expect_output(p, "http", req, "hello world");
     al_plugin_free(p);
     o.allowed_hosts = bad2;
@@ -762,9 +766,8 @@ static void test_http_denied(void **state) {
 
 static void test_http_response_caps(void **state) {
     fixture *fx = *state;
-    char url[128], req[256];
-    snprintf(url, sizeof url, "http://api.test.example:%u/big", fx->srv.port);
-    request_json(req, sizeof req, "GET", url);
+    char req[256];
+    request_at(req, sizeof req, "GET", "api.test.example", fx->srv.port, "/big");
 
     al_plugin_options o;
     http_options(&o);
@@ -779,9 +782,8 @@ static void test_http_response_caps(void **state) {
     expect_failure(p, "http", req, AL_STATUS_OUTPUT_TRUNCATED,
                    "output is 11534336 bytes, over max_output_bytes (10485760)");
     al_result r;
-    call_str(p, "http_error", req, &r); /* an 11 MiB error */
-    assert_status(&r, AL_STATUS_OUTPUT_TRUNCATED);
-    assert_contains(r.error.message, "error is 11534336 bytes");
+    /* an 11 MiB error */
+    call_expect(p, "http_error", req, AL_STATUS_OUTPUT_TRUNCATED, "error is 11534336 bytes", &r);
     assert_int_equal(r.stderr_len, 0);
     assert_int_equal(r.stdout_len, 0);
     al_result_free(&r);
@@ -791,9 +793,8 @@ static void test_http_response_caps(void **state) {
 
 static void test_http_interrupted_by_timeout(void **state) {
     fixture *fx = *state;
-    char url[128], req[256];
-    snprintf(url, sizeof url, "http://api.test.example:%u/slow", fx->srv.port);
-    request_json(req, sizeof req, "GET", url);
+    char req[256];
+    request_at(req, sizeof req, "GET", "api.test.example", fx->srv.port, "/slow");
     al_plugin_options o;
     http_options(&o);
     o.timeout_ms = 300;
@@ -810,11 +811,10 @@ static void test_traps_discard_the_instance(void **state) {
     fixture *fx = *state;
     al_plugin *p = abi_plugin(fx, NULL);
     al_result r;
-    call_str(p, "trap", NULL, &r);
-    assert_status(&r, AL_STATUS_TRAP);
+    call_expect(p, "trap", NULL, AL_STATUS_TRAP,
+                "manifest conformance error: the plugin trapped: unreachable", &r);
     assert_int_equal(r.trap, AL_TRAP_UNREACHABLE);
     assert_int_equal(r.error.kind, AL_ERR_TRAP);
-    assert_contains(r.error.message, "manifest conformance error: the plugin trapped: unreachable");
     assert_true(r.error.backtrace_len >= 1);
     al_result_free(&r);
     expect_failure(p, "div0", NULL, AL_STATUS_TRAP, "divide by zero");
@@ -853,14 +853,11 @@ static void test_endless_loop_fuel(void **state) {
     o.fuel = 100000;
     al_plugin *p = abi_plugin(fx, &o);
     al_result r;
-    call_str(p, "spin", NULL, &r);
-    assert_status(&r, AL_STATUS_FUEL_EXHAUSTED);
+    call_expect(p, "spin", NULL, AL_STATUS_FUEL_EXHAUSTED, "fuel exhausted (budget 100000", &r);
     assert_true(r.limits_hit & AL_LIMIT_FUEL);
-    assert_contains(r.error.message, "fuel exhausted (budget 100000");
     al_result_free(&r);
     /* fuel is per call: the next one has a full budget */
-    call_str(p, "count_vowels", "aaaa", &r);
-    assert_status(&r, AL_STATUS_OK);
+    call_expect(p, "count_vowels", "aaaa", AL_STATUS_OK, NULL, &r);
     assert_true(r.fuel_used > 0 && r.fuel_used < 100000);
     al_result_free(&r);
     al_plugin_free(p);
@@ -873,10 +870,8 @@ static void test_memory_exhaustion(void **state) {
     o.max_pages = 64;
     al_plugin *p = abi_plugin(fx, &o);
     al_result r;
-    call_str(p, "grow", NULL, &r);
-    assert_status(&r, AL_STATUS_MEMORY_LIMIT);
+    call_expect(p, "grow", NULL, AL_STATUS_MEMORY_LIMIT, "limit of 64 pages", &r);
     assert_true(r.limits_hit & AL_LIMIT_MEMORY);
-    assert_contains(r.error.message, "limit of 64 pages");
     assert_true(r.peak_memory_bytes <= 64u * 65536u);
     al_result_free(&r);
     expect_output(p, "echo", "ok", "ok");
@@ -887,10 +882,9 @@ static void test_output_guillotine(void **state) {
     fixture *fx = *state;
     al_plugin *p = abi_plugin(fx, NULL);
     al_result r;
-    call_str(p, "big_output", NULL, &r);
-    assert_status(&r, AL_STATUS_OUTPUT_TRUNCATED);
+    call_expect(p, "big_output", NULL, AL_STATUS_OUTPUT_TRUNCATED,
+                "output is 11534336 bytes, over max_output_bytes (10485760)", &r);
     assert_true(r.limits_hit & AL_LIMIT_OUTPUT);
-    assert_contains(r.error.message, "output is 11534336 bytes, over max_output_bytes (10485760)");
     assert_int_equal(r.stdout_len, 0);
     al_result_free(&r);
     al_plugin_free(p);
@@ -900,8 +894,7 @@ static void test_output_guillotine(void **state) {
     al_plugin_options_init(&o);
     o.max_output_bytes = 20u << 20;
     p = abi_plugin(fx, &o);
-    call_str(p, "big_output", NULL, &r);
-    assert_status(&r, AL_STATUS_OK);
+    call_expect(p, "big_output", NULL, AL_STATUS_OK, NULL, &r);
     assert_int_equal(r.stdout_len, 11534336);
     al_result_free(&r);
     /* and a small one refuses a small output */
@@ -985,21 +978,15 @@ static void test_cancel(void **state) {
 static void test_wasi_plugin(void **state) {
     fixture *fx = *state;
     log_capture cap;
-    memset(&cap, 0, sizeof cap);
     al_plugin_options o;
-    al_plugin_options_init(&o);
-    o.on_log = capture_log;
-    o.on_log_ctx = &cap;
+    log_options(&o, &cap);
     al_plugin *p = make_plugin(&fx->wasi, &o);
     expect_output(p, "hello", NULL, "");
     assert_int_equal(cap.n, 2);
-    assert_int_equal(cap.levels[0], AL_LOG_INFO);
-    assert_string_equal(cap.msgs[0], "hello from wasi\n");
-    assert_int_equal(cap.levels[1], AL_LOG_ERROR);
-    assert_string_equal(cap.msgs[1], "oops\n");
+    expect_log(&cap, 0, AL_LOG_INFO, "hello from wasi\n");
+    expect_log(&cap, 1, AL_LOG_ERROR, "oops\n");
     al_result r;
-    call_str(p, "exit3", NULL, &r);
-    assert_status(&r, AL_STATUS_EXIT);
+    call_expect(p, "exit3", NULL, AL_STATUS_EXIT, NULL, &r);
     assert_int_equal(r.exit_code, 3);
     al_result_free(&r);
     expect_output(p, "exit0", NULL, "");
