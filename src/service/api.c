@@ -232,18 +232,6 @@ static json_t *json_body(const svc_http_request *req, svc_http_response *r) {
     return body;
 }
 
-static int status_of_errno(int e) {
-    switch (e) {
-    case ENOENT: return 404;
-    case EBUSY: return 409;
-    case EAGAIN: return 429;
-    case EINVAL: return 400;
-    case EFBIG: return 413;
-    case ENOTSUP: return 503;
-    default: return 500;
-    }
-}
-
 /* ---- /healthz, /metrics -------------------------------------------------------------- */
 
 static void healthz(svc *s, const svc_http_request *req, svc_http_response *r) {
@@ -452,7 +440,7 @@ static void create_session(svc *s, const svc_http_request *req, const who *w,
     }
     svc_session_info info;
     if (!svc_session_create(svc_sessions_of(s), &t, who_name(w), &info, err, sizeof err)) {
-        int status = status_of_errno(errno);
+        int status = svc_session_http_status(errno);
         if (status == 429) snprintf(r->retry_after, sizeof r->retry_after, "5");
         respond_error(r, status, "%s", err);
         return;
@@ -489,7 +477,7 @@ static void put_file(svc *s, const svc_http_request *req, const who *w, const ch
     char err[256] = "";
     if (!svc_session_put_file(svc_sessions_of(s), id, who_name(w), path, req->body,
                               req->body_len, err, sizeof err)) {
-        respond_error(r, status_of_errno(errno), "%s", err);
+        respond_error(r, svc_session_http_status(errno), "%s", err);
         return;
     }
     respond_json(r, 201, json_pack("{s:s, s:I}", "path", path, "bytes", (json_int_t)req->body_len));
@@ -502,7 +490,7 @@ static void get_file(svc *s, const who *w, const char *id, const char *path,
     size_t len;
     if (!svc_session_get_file(svc_sessions_of(s), id, who_name(w), path, &data, &len, err,
                               sizeof err)) {
-        respond_error(r, status_of_errno(errno), "%s", err);
+        respond_error(r, svc_session_http_status(errno), "%s", err);
         return;
     }
     r->status = 200;

@@ -647,18 +647,6 @@ static bool runnable(exec_ctx *x) {
     return true;
 }
 
-static int session_status(int e) {
-    switch (e) {
-    case ENOENT: return 404;
-    case EBUSY: return 409;
-    case EAGAIN: return 429;
-    case EINVAL: return 400;
-    case EFBIG: return 413;
-    case ENOTSUP: return 503;
-    default: return 500;
-    }
-}
-
 static const char *status_code_name(int status) {
     switch (status) {
     case 400: return "bad_request";
@@ -687,7 +675,7 @@ static bool run(exec_ctx *x, al_result *res) {
         if (svc_session_exec(svc_sessions_of(x->s), r->session, x->token_name, &x->policy, &copy,
                              res, err, sizeof err))
             return true;
-        int status = session_status(errno);
+        int status = svc_session_http_status(errno);
         return refuse(x, status, status < 500 ? "bad_request" : NULL, status_code_name(status),
                       "session: %s", err[0] ? err : "the execution failed");
     }

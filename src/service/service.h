@@ -435,6 +435,8 @@ json_t *svc_session_info_json(const svc_session_info *info);
  * EAGAIN at the maximum with none evictable (429), EINVAL a bad path, kind
  * or request (400), EFBIG over the workspace cap (413), ENOTSUP the
  * kind/backend is unavailable (503); anything else is a 500. */
+/* That mapping, for the API and execute.c. */
+int svc_session_http_status(int e);
 
 /* ---- api.c ----------------------------------------------------------------------- */
 /* What the routes keep between requests (thread-safe): the MCP Streamable

@@ -108,6 +108,18 @@ static bool fail(int e, char *err, size_t errlen, const char *msg) {
     return false;
 }
 
+int svc_session_http_status(int e) {
+    switch (e) {
+    case ENOENT: return 404;
+    case EBUSY: return 409;
+    case EAGAIN: return 429;
+    case EINVAL: return 400;
+    case EFBIG: return 413;
+    case ENOTSUP: return 503;
+    default: return 500;
+    }
+}
+
 static const char *kind_name(svc_kind k) {
     switch (k) {
     case SVC_PYTHON: return "python";
