@@ -2,7 +2,7 @@
  * plugin-calls.c — speed of airlock's Extism-compatible plugin host (issue 7),
  * for bench/plugin.sh:
  *
- *   plugin-calls PLUGIN.wasm FUNCTION INPUT_BYTES SECONDS
+ *   plugin-calls PLUGIN.wasm FUNCTION INPUT_BYTES SECONDS [WASI_PLUGIN.wasm]
  *
  * 1. calls: one instance, FUNCTION called back to back for SECONDS with an
  *    INPUT_BYTES input (lorem text), output read each time: calls per second
@@ -89,7 +89,7 @@ static int bench_calls(al_plugin *p, const char *fn, const uint8_t *in, size_t n
     return 0;
 }
 
-static int bench_instantiate(const al_plugin_module *m, double secs) {
+static int bench_instantiate(const al_plugin_module *m, double secs, const char *prefix) {
     static double samples[MAX_SAMPLES];
     size_t n = 0;
     al_plugin_options o;
@@ -109,9 +109,10 @@ static int bench_instantiate(const al_plugin_module *m, double secs) {
         total += us;
     }
     qsort(samples, n, sizeof *samples, cmp_double);
-    printf("instances %zu\ninstantiate_mean_us %.2f\ninstantiate_median_us %.2f\n"
-           "instantiate_p99_us %.2f\n",
-           n, total / (double)n, samples[n / 2], samples[n * 99 / 100]);
+    printf("%sinstances %zu\n%sinstantiate_mean_us %.2f\n%sinstantiate_median_us %.2f\n"
+           "%sinstantiate_p99_us %.2f\n",
+           prefix, n, prefix, total / (double)n, prefix, samples[n / 2], prefix,
+           samples[n * 99 / 100]);
     return 0;
 }
 
@@ -131,9 +132,26 @@ static void bench_native(const uint8_t *in, size_t n, double secs) {
            (t - t0) * 1e6 / (double)calls);
 }
 
+/* A plugin that imports WASI: only its instantiate time is measured. */
+static int bench_wasi_plugin(const char *path, double secs) {
+    size_t len = 0;
+    uint8_t *wasm = read_file(path, &len);
+    al_error err;
+    al_plugin_module *m = wasm ? al_plugin_compile(wasm, len, &err) : NULL;
+    free(wasm);
+    if (!m) {
+        fprintf(stderr, "plugin-calls: %s: %s\n", path, wasm ? err.message : "cannot read it");
+        return 1;
+    }
+    int rc = bench_instantiate(m, secs, "wasi_");
+    al_plugin_module_free(m);
+    return rc;
+}
+
 int main(int argc, char **argv) {
-    if (argc != 5) {
-        fprintf(stderr, "usage: plugin-calls PLUGIN.wasm FUNCTION INPUT_BYTES SECONDS\n");
+    if (argc != 5 && argc != 6) {
+        fprintf(stderr,
+                "usage: plugin-calls PLUGIN.wasm FUNCTION INPUT_BYTES SECONDS [WASI_PLUGIN.wasm]\n");
         return 2;
     }
     size_t len = 0, n = strtoul(argv[3], NULL, 10);
@@ -160,9 +178,10 @@ int main(int argc, char **argv) {
     if (!p) fprintf(stderr, "plugin-calls: instantiate: %s\n", err.message);
     if (!rc) rc = bench_calls(p, argv[2], input, n, secs);
     if (p) al_plugin_free(p);
-    if (!rc) rc = bench_instantiate(m, secs);
+    if (!rc) rc = bench_instantiate(m, secs, "");
     if (!rc) bench_native(input, n, secs);
     al_plugin_module_free(m);
+    if (!rc && argc == 6) rc = bench_wasi_plugin(argv[5], secs);
     free(wasm);
     free(input);
     return rc;

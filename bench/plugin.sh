@@ -17,6 +17,8 @@
 # same process (no JSON, no var): the ratio is the whole cost of the sandbox
 # and the ABI per call.
 #
+# A second plugin, tests/plugin/files.c, imports WASI (wasi-libc's stdio):
+# its instantiate time shows what a WASI plugin adds per instance.
 # Targets from the issue: 100,000 calls/s, under 50 µs per fresh instance.
 # Writes markdown to stdout (paste into docs/benchmarks.md); progress to
 # stderr. Exit status: 0 when the measurements ran, 1 if the driver failed,
@@ -36,6 +38,7 @@ log "== building the release library"
 flock /tmp/airlock-build.lock make -s -j2 build/release/libairlock.a >&2
 log "== building the example plugins"
 examples/plugins/build.sh "$TMP/plugins" >&2
+examples/plugins/build.sh "$TMP/plugins" tests/plugin/files.c >&2   # imports WASI (fopen, fread)
 log "== building bench/plugin-calls.c"
 gcc -std=c17 -D_GNU_SOURCE -O2 -Wall -Wextra -Werror -Iinclude bench/plugin-calls.c \
     build/release/libairlock.a $(pkg-config --libs jansson) -lcurl -lsqlite3 -lcrypto \
@@ -43,7 +46,7 @@ gcc -std=c17 -D_GNU_SOURCE -O2 -Wall -Wextra -Werror -Iinclude bench/plugin-call
 
 log "== running ($SECONDS_EACH s per measurement, $INPUT-byte input)"
 "$TMP/plugin-calls" "$TMP/plugins/count_vowels.wasm" count_vowels "$INPUT" "$SECONDS_EACH" \
-    >"$TMP/out" || { log "plugin.sh: the driver failed"; exit 1; }
+    "$TMP/plugins/files.wasm" >"$TMP/out" || { log "plugin.sh: the driver failed"; exit 1; }
 sed 's/^/    /' "$TMP/out" >&2
 val() { awk -v k="$1" '$1 == k { print $2 }' "$TMP/out"; }
 
@@ -58,6 +61,7 @@ cat <<EOF
 | count_vowels calls per second | $calls | $native | |
 | time per call (µs) | $call_us | $native_us | ${ratio}x |
 | fresh instance of a cached plugin: mean / median / p99 (µs) | $(val instantiate_mean_us) / $(val instantiate_median_us) / $(val instantiate_p99_us) | | |
+| fresh instance of a cached plugin that imports WASI (tests/plugin/files.c): mean / median / p99 (µs) | $(val wasi_instantiate_mean_us) / $(val wasi_instantiate_median_us) / $(val wasi_instantiate_p99_us) | | |
 
 Targets: 100,000 calls/s; under 50 µs per fresh instance.
 EOF
