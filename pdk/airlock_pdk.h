@@ -219,6 +219,11 @@ static inline bool pdk_output_str(const char *s) {
     return pdk_output_set(s, strlen(s));
 }
 
+/* Output fmt with one "%s" replaced by text[0..len) as a JSON string
+ * ("{\"result\":%s}"): the quote-and-wrap every JSON-answering plugin
+ * needs. false when out of memory or the host refuses the block. */
+static inline bool pdk_output_json_with(const char *fmt, const char *text, size_t len);
+
 /* Set the call's error; returns 1 so a function can `return pdk_error_set(..)`. */
 static inline int32_t pdk_error_set(const char *message) {
     pdk_env_error_set(pdk_alloc_copy(message, strlen(message)));
@@ -673,6 +678,18 @@ static inline char *pdk_json_quote(const void *data, size_t len) {
     *o++ = '"';
     *o = '\0';
     return out;
+}
+
+static inline bool pdk_output_json_with(const char *fmt, const char *text, size_t len) {
+    char *quoted = pdk_json_quote(text, len);
+    if (!quoted) return false;
+    size_t cap = strlen(fmt) + strlen(quoted) + 1;
+    char *out = (char *)malloc(cap);
+    int n = out ? snprintf(out, cap, fmt, quoted) : -1;
+    bool ok = n >= 0 && pdk_output_set(out, (size_t)n);
+    free(out);
+    free(quoted);
+    return ok;
 }
 
 #ifdef __cplusplus

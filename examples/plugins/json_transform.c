@@ -59,20 +59,9 @@ static int32_t upper(pdk_json req) {
     if (!text) return fail("\"text\" must be a string");
     for (size_t i = 0; i < len; i++)
         if (text[i] >= 'a' && text[i] <= 'z') text[i] = (char)(text[i] - 'a' + 'A');
-    char *quoted = pdk_json_quote(text, len);
+    bool ok = pdk_output_json_with("{\"op\":\"upper\",\"result\":%s}", text, len);
     free(text);
-    if (!quoted) return fail("out of memory");
-    size_t cap = strlen(quoted) + 40;
-    char *out = malloc(cap);
-    if (!out) {
-        free(quoted);
-        return fail("out of memory");
-    }
-    int n = snprintf(out, cap, "{\"op\":\"upper\",\"result\":%s}", quoted);
-    pdk_output_set(out, (size_t)n);
-    free(out);
-    free(quoted);
-    return 0;
+    return ok ? 0 : fail("out of memory");
 }
 
 PDK_EXPORT(transform) {

@@ -30,20 +30,9 @@ PDK_EXPORT(describe) {
 
 /* Output an MCP tool result holding one text item. */
 static int32_t result(const char *text, size_t len, bool is_error) {
-    char *quoted = pdk_json_quote(text, len);
-    if (!quoted) return pdk_error_set("call: out of memory");
-    size_t cap = strlen(quoted) + 80;
-    char *out = malloc(cap);
-    if (!out) {
-        free(quoted);
-        return pdk_error_set("call: out of memory");
-    }
-    int n = snprintf(out, cap, "{\"content\":[{\"type\":\"text\",\"text\":%s}],\"isError\":%s}",
-                     quoted, is_error ? "true" : "false");
-    pdk_output_set(out, (size_t)n);
-    free(out);
-    free(quoted);
-    return 0;
+    const char *fmt = is_error ? "{\"content\":[{\"type\":\"text\",\"text\":%s}],\"isError\":true}"
+                               : "{\"content\":[{\"type\":\"text\",\"text\":%s}],\"isError\":false}";
+    return pdk_output_json_with(fmt, text, len) ? 0 : pdk_error_set("call: out of memory");
 }
 
 static int32_t tool_error(const char *message) {

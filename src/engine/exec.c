@@ -497,32 +497,26 @@ op_MEMORY_FILL: {
         if (n) memset(mem + d, (int)(uint8_t)fp[ip[2]], n);
         NEXT(4);
     }
-    LOAD(LOAD32, 4, uint32_t, v_)
-    LOAD(LOAD64, 8, uint64_t, v_)
-    LOAD(LOAD8_S32, 1, int8_t, (uint32_t)(int32_t)v_)
-    LOAD(LOAD8_U, 1, uint8_t, v_)
-    LOAD(LOAD16_S32, 2, int16_t, (uint32_t)(int32_t)v_)
-    LOAD(LOAD16_U, 2, uint16_t, v_)
-    LOAD(LOAD8_S64, 1, int8_t, (uint64_t)(int64_t)v_)
-    LOAD(LOAD16_S64, 2, int16_t, (uint64_t)(int64_t)v_)
-    LOAD(LOAD32_S64, 4, int32_t, (uint64_t)(int64_t)v_)
-    STORE(STORE8, 1, uint8_t)
-    STORE(STORE16, 2, uint16_t)
-    STORE(STORE32, 4, uint32_t)
-    STORE(STORE64, 8, uint64_t)
-    LOAD_IX(LOAD32, 4, uint32_t, v_)
-    LOAD_IX(LOAD64, 8, uint64_t, v_)
-    LOAD_IX(LOAD8_S32, 1, int8_t, (uint32_t)(int32_t)v_)
-    LOAD_IX(LOAD8_U, 1, uint8_t, v_)
-    LOAD_IX(LOAD16_S32, 2, int16_t, (uint32_t)(int32_t)v_)
-    LOAD_IX(LOAD16_U, 2, uint16_t, v_)
-    LOAD_IX(LOAD8_S64, 1, int8_t, (uint64_t)(int64_t)v_)
-    LOAD_IX(LOAD16_S64, 2, int16_t, (uint64_t)(int64_t)v_)
-    LOAD_IX(LOAD32_S64, 4, int32_t, (uint64_t)(int64_t)v_)
-    STORE_IX(STORE8, 1, uint8_t)
-    STORE_IX(STORE16, 2, uint16_t)
-    STORE_IX(STORE32, 4, uint32_t)
-    STORE_IX(STORE64, 8, uint64_t)
+    /* every load and store twice: plain (address from a slot) and _IX
+     * (address slot + constant fused), from one list so they cannot drift */
+#define MEMORY_LOADS(X)                                   \
+    X(LOAD32, 4, uint32_t, v_)                            \
+    X(LOAD64, 8, uint64_t, v_)                            \
+    X(LOAD8_S32, 1, int8_t, (uint32_t)(int32_t)v_)        \
+    X(LOAD8_U, 1, uint8_t, v_)                            \
+    X(LOAD16_S32, 2, int16_t, (uint32_t)(int32_t)v_)      \
+    X(LOAD16_U, 2, uint16_t, v_)                          \
+    X(LOAD8_S64, 1, int8_t, (uint64_t)(int64_t)v_)        \
+    X(LOAD16_S64, 2, int16_t, (uint64_t)(int64_t)v_)      \
+    X(LOAD32_S64, 4, int32_t, (uint64_t)(int64_t)v_)
+#define MEMORY_STORES(X) \
+    X(STORE8, 1, uint8_t) X(STORE16, 2, uint16_t) X(STORE32, 4, uint32_t) X(STORE64, 8, uint64_t)
+    MEMORY_LOADS(LOAD)
+    MEMORY_STORES(STORE)
+    MEMORY_LOADS(LOAD_IX)
+    MEMORY_STORES(STORE_IX)
+#undef MEMORY_LOADS
+#undef MEMORY_STORES
 
     UN(I32_EQZ, num_i32_eqz) BIN(I32_EQ, num_i32_eq) BIN(I32_NE, num_i32_ne)
     BIN(I32_LT_S, num_i32_lt_s) BIN(I32_LT_U, num_i32_lt_u) BIN(I32_GT_S, num_i32_gt_s)
